@@ -1,0 +1,1 @@
+"""shapeproof.shapes — the shape environment (no torch import)."""

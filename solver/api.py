@@ -1,0 +1,57 @@
+"""``prove``: the one query interface of the solver."""
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from .cascade import Cascade
+from .enumerate import EnumerateStrategy
+from .interval import IntervalStrategy
+from .problem import Deadline, Problem
+from .rewrite import RewriteStrategy
+from .smt import Z3Strategy
+from .strategy import Strategy, run
+from .verdict import Verdict
+
+__all__ = ["prove", "STRATEGIES", "DEFAULT_TIMEOUT"]
+
+DEFAULT_TIMEOUT = 2.0
+
+_CASCADE = Cascade()
+
+STRATEGIES: dict[str, object] = {
+    "interval": IntervalStrategy(),
+    "rewrite": RewriteStrategy(),
+    "enumerate": EnumerateStrategy(),
+    "z3": Z3Strategy(),
+    "cascade": _CASCADE,
+}
+
+
+def prove(goal, ranges: Mapping | None = None, facts: Iterable = (), strategy="cascade",
+          timeout: float = DEFAULT_TIMEOUT) -> Verdict:
+    """Prove ``goal`` for every value in ``ranges`` where all ``facts`` hold.
+
+    ``goal`` and each fact are guard text or a ``Formula``; ``ranges`` maps
+    symbol names to inclusive ``(lo, hi)``, ``None`` meaning unbounded (a
+    symbol without an entry is unbounded).  ``strategy`` is one of
+    ``STRATEGIES`` or a ``Strategy``.  No call runs much past ``timeout``
+    seconds: a strategy that runs out answers ``unknown``.
+
+    >>> prove("((2*T*T) // T) == 2*T", ranges={"T": (2, 1024)}).status.value
+    'proven'
+    >>> v = prove("(T % 4) != 0", ranges={"T": (2, 1024)})
+    >>> v.status.value, v.counterexample
+    ('refuted', {'T': 4})
+    """
+    problem = Problem.build(goal, ranges, facts)
+    deadline = Deadline(timeout)
+    if isinstance(strategy, str):
+        try:
+            strategy = STRATEGIES[strategy]
+        except KeyError:
+            raise ValueError(f"unknown strategy {strategy!r}; choose one of {sorted(STRATEGIES)}") from None
+    if isinstance(strategy, Cascade):
+        return strategy(problem, deadline)
+    if isinstance(strategy, Strategy):
+        return run(strategy, problem, deadline)
+    raise TypeError(f"not a strategy: {strategy!r}")

@@ -1,0 +1,205 @@
+"""Boolean conditions over integer terms: relations and connectives.
+
+Semantics are three-valued (Kleene's strong logic) because a term may divide
+by zero.  A relation is *undefined* where one of its divisors is zero; ``and``
+is false as soon as one side is defined and false, ``or`` is true as soon as
+one side is defined and true, and ``not`` swaps true and false.  A condition
+*holds* at a point only when it is defined and true there; a guard is proven
+when it holds at every point in range where the facts hold.
+
+Formulas are kept in negation normal form: ``neg`` pushes negation into
+relations (``not a < b`` is ``a >= b``, same divisors), so only ``Rel``,
+``And``, ``Or`` and the two constants exist.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+import sympy
+from sympy import Expr, Integer, Symbol
+
+from .terms import as_term, divisors, term_str
+
+__all__ = [
+    "Formula", "Rel", "And", "Or", "Const", "TRUE", "FALSE",
+    "rel", "eq", "ne", "lt", "le", "gt", "ge", "conj", "disj", "neg", "iff",
+    "relations", "formula_str",
+]
+
+NEGATED = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+FLIPPED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+COMPARE = {
+    "==": lambda d: d == 0, "!=": lambda d: d != 0, "<": lambda d: d < 0,
+    "<=": lambda d: d <= 0, ">": lambda d: d > 0, ">=": lambda d: d >= 0,
+}
+
+
+class Formula:
+    """Base class; use ``&``, ``|`` and ``~`` to combine."""
+
+    __slots__ = ()
+
+    def __and__(self, other: "Formula") -> "Formula":
+        return conj(self, other)
+
+    def __or__(self, other: "Formula") -> "Formula":
+        return disj(self, other)
+
+    def __invert__(self) -> "Formula":
+        return neg(self)
+
+    @property
+    def free_symbols(self) -> frozenset[Symbol]:
+        return frozenset().union(*(r.free_symbols for r in relations(self)))
+
+    def __str__(self) -> str:
+        return formula_str(self)
+
+
+@dataclass(frozen=True, eq=True, repr=False)
+class Const(Formula):
+    value: bool
+
+    def __repr__(self) -> str:
+        return "TRUE" if self.value else "FALSE"
+
+
+TRUE = Const(True)
+FALSE = Const(False)
+
+
+@dataclass(frozen=True, eq=True, repr=False)
+class Rel(Formula):
+    """``lhs op rhs``, defined where every term in ``divisors`` is nonzero.
+
+    ``divisors`` holds at least the divisors visible in ``lhs`` and ``rhs``;
+    the parser adds those that sympy cancelled while building the terms
+    (``x // y - x // y`` is 0 but still needs ``y != 0``).
+    """
+
+    op: str
+    lhs: Expr
+    rhs: Expr
+    divisors: frozenset = frozenset()
+
+    @property
+    def free_symbols(self) -> frozenset[Symbol]:
+        syms = set(self.lhs.free_symbols) | set(self.rhs.free_symbols)
+        for d in self.divisors:
+            syms |= d.free_symbols
+        return frozenset(syms)
+
+    def holds_for(self, difference: int) -> bool:
+        """Whether ``lhs - rhs == difference`` satisfies the relation."""
+        return COMPARE[self.op](difference)
+
+    def __repr__(self) -> str:
+        return f"Rel({formula_str(self)!r})"
+
+
+@dataclass(frozen=True, eq=True, repr=False)
+class And(Formula):
+    args: tuple
+
+    def __repr__(self) -> str:
+        return f"And({formula_str(self)!r})"
+
+
+@dataclass(frozen=True, eq=True, repr=False)
+class Or(Formula):
+    args: tuple
+
+    def __repr__(self) -> str:
+        return f"Or({formula_str(self)!r})"
+
+
+def rel(op: str, lhs, rhs, extra_divisors: Iterable[Expr] = ()) -> Formula:
+    """The relation ``lhs op rhs``; folds to a constant only when both sides are integers and defined."""
+    if op not in NEGATED:
+        raise ValueError(f"unknown relation {op!r}")
+    lhs, rhs = as_term(lhs), as_term(rhs)
+    divs = divisors((lhs, rhs)) | frozenset(extra_divisors)
+    if lhs.is_Integer and rhs.is_Integer and all(d.is_Integer and d != 0 for d in divs):
+        return Const(COMPARE[op](int(lhs) - int(rhs)))
+    return Rel(op, lhs, rhs, divs)
+
+
+def eq(a, b) -> Formula: return rel("==", a, b)
+def ne(a, b) -> Formula: return rel("!=", a, b)
+def lt(a, b) -> Formula: return rel("<", a, b)
+def le(a, b) -> Formula: return rel("<=", a, b)
+def gt(a, b) -> Formula: return rel(">", a, b)
+def ge(a, b) -> Formula: return rel(">=", a, b)
+
+
+def _connective(cls, absorbing: Const, identity: Const, args: Iterable[Formula]) -> Formula:
+    flat: list[Formula] = []
+    for arg in args:
+        if not isinstance(arg, Formula):
+            raise TypeError(f"not a condition: {arg!r}")
+        parts = arg.args if isinstance(arg, cls) else (arg,)
+        for part in parts:
+            if part == absorbing:
+                return absorbing  # Kleene: false-and-anything is false, true-or-anything is true
+            if part != identity and part not in flat:
+                flat.append(part)
+    if not flat:
+        return identity
+    return flat[0] if len(flat) == 1 else cls(tuple(flat))
+
+
+def conj(*args: Formula) -> Formula:
+    return _connective(And, FALSE, TRUE, args)
+
+
+def disj(*args: Formula) -> Formula:
+    return _connective(Or, TRUE, FALSE, args)
+
+
+def neg(f: Formula) -> Formula:
+    """Negation in normal form (De Morgan and relation flipping are exact in Kleene logic)."""
+    if isinstance(f, Const):
+        return FALSE if f.value else TRUE
+    if isinstance(f, Rel):
+        return Rel(NEGATED[f.op], f.lhs, f.rhs, f.divisors)
+    if isinstance(f, And):
+        return disj(*(neg(a) for a in f.args))
+    if isinstance(f, Or):
+        return conj(*(neg(a) for a in f.args))
+    raise TypeError(f"not a condition: {f!r}")
+
+
+def iff(a: Formula, b: Formula) -> Formula:
+    return disj(conj(a, b), conj(neg(a), neg(b)))
+
+
+def relations(f: Formula) -> Iterator[Rel]:
+    """Every relation in ``f`` (with repeats, left to right)."""
+    if isinstance(f, Rel):
+        yield f
+    elif isinstance(f, (And, Or)):
+        for a in f.args:
+            yield from relations(a)
+
+
+def formula_str(f: Formula) -> str:
+    """Python-syntax text that ``shapeproof.solver.parse`` reads back to an equal formula."""
+    if isinstance(f, Const):
+        return "True" if f.value else "False"
+    if isinstance(f, Rel):
+        # Divisors that sympy cancelled out of the terms are printed as ``0*(0 // d)``
+        # so that the text, read back, carries the same definedness condition.
+        hidden = sorted(f.divisors - divisors((f.lhs, f.rhs)), key=sympy.default_sort_key)
+        lhs = _side(f.lhs) + "".join(f" + 0*(0 // ({term_str(d)}))" for d in hidden)
+        return f"{lhs} {f.op} {_side(f.rhs)}"
+    if isinstance(f, And):
+        return " and ".join(f"({formula_str(a)})" if isinstance(a, Or) else formula_str(a) for a in f.args)
+    if isinstance(f, Or):
+        return " or ".join(formula_str(a) for a in f.args)
+    raise TypeError(f"not a condition: {f!r}")
+
+
+def _side(term: Expr) -> str:
+    text = term_str(term)
+    return text if isinstance(term, (Symbol, Integer)) or not isinstance(term, (sympy.Add, sympy.Mul)) else f"({text})"

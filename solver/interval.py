@@ -1,0 +1,134 @@
+"""The ``interval`` strategy: decide a goal from value-range bounds alone.
+
+Facts first narrow the box by propagating linear bounds (``L >= 2*S`` raises
+the least ``L`` to twice the least ``S``).  A relation is proven when the
+interval of ``lhs - rhs`` satisfies it everywhere and every divisor's interval
+excludes zero; a goal that can hold nowhere is refuted at any box point that
+satisfies the facts.  Cheap (microseconds) and incomplete by design: it cannot
+see that ``16*(T//16) <= T``, which is what ``rewrite`` and ``z3`` are for.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import sympy
+from sympy import Symbol
+
+from . import formula as F
+from .bounds import INF, Bounds, Interval
+from .problem import Deadline, Problem
+from .strategy import Outcome, Strategy, check_counterexample, proven, refuted, sample_points, unknown
+
+__all__ = ["IntervalStrategy", "tighten", "box_truth", "relation_truth"]
+
+_ALWAYS = {
+    "==": lambda i: i.lo == 0 and i.hi == 0, "!=": lambda i: i.lo > 0 or i.hi < 0,
+    "<": lambda i: i.hi < 0, "<=": lambda i: i.hi <= 0, ">": lambda i: i.lo > 0, ">=": lambda i: i.lo >= 0,
+}
+_NEVER = {op: _ALWAYS[F.NEGATED[op]] for op in _ALWAYS}
+
+
+def relation_truth(r: F.Rel, bounds: Bounds) -> tuple[bool, bool]:
+    """(holds everywhere, holds nowhere) for one relation over the box."""
+    diff = bounds.tight(sympy.expand(r.lhs - r.rhs))
+    if diff is None:
+        return False, True
+    defined = all(bounds.nonzero(d) for d in r.divisors)
+    return defined and _ALWAYS[r.op](diff), _NEVER[r.op](diff)
+
+
+def box_truth(f: F.Formula, bounds: Bounds) -> tuple[bool, bool]:
+    """(holds at every point of the box, holds at no point), Kleene-style."""
+    if isinstance(f, F.Const):
+        return f.value, not f.value
+    if isinstance(f, F.Rel):
+        return relation_truth(f, bounds)
+    parts = [box_truth(a, bounds) for a in f.args]
+    if isinstance(f, F.And):
+        return all(p[0] for p in parts), any(p[1] for p in parts)
+    return any(p[0] for p in parts), all(p[1] for p in parts)
+
+
+def _linear_parts(diff: sympy.Expr) -> list[tuple[Symbol, int, sympy.Expr]]:
+    """(s, a, rest) for each term ``a*s`` of ``diff`` with ``s`` a symbol."""
+    out = []
+    for term in sympy.Add.make_args(diff):
+        coeff, rest = term.as_coeff_Mul()
+        if isinstance(rest, Symbol) and coeff.is_Integer and coeff != 0:
+            out.append((rest, int(coeff), diff - term))
+    return out
+
+
+def _ceil_div(a, b) -> float:
+    return -((-a) // b)
+
+
+def tighten(ranges: Mapping[Symbol, tuple], facts, rounds: int = 3) -> dict[Symbol, tuple] | None:
+    """Narrow ``ranges`` with the linear bounds the facts imply; None if no point remains."""
+    box = {s: Interval(-INF if lo is None else lo, INF if hi is None else hi) for s, (lo, hi) in ranges.items()}
+    rels = [r for fact in facts for r in _conjuncts(fact)]
+    for _ in range(rounds):
+        changed = False
+        for r in rels:
+            diff = sympy.expand(r.lhs - r.rhs)
+            for sym, a, rest in _linear_parts(diff):
+                if sym not in box:
+                    continue
+                rb = Bounds({s: (_end(i.lo), _end(i.hi)) for s, i in box.items()})(rest)
+                if rb is None:
+                    continue
+                lo, hi = box[sym]
+                ops = ("<=", ">=") if r.op == "==" else (r.op,)
+                for op in ops:
+                    if op in ("<=", "<") and rb.lo != -INF:  # a*s <= -rest.lo (minus 1 when strict)
+                        limit = -rb.lo - (1 if op == "<" else 0)
+                        if a > 0:
+                            hi = min(hi, limit // a)
+                        else:
+                            lo = max(lo, _ceil_div(limit, a))
+                    if op in (">=", ">") and rb.hi != INF:  # a*s >= -rest.hi (plus 1 when strict)
+                        limit = -rb.hi + (1 if op == ">" else 0)
+                        if a > 0:
+                            lo = max(lo, _ceil_div(limit, a))
+                        else:
+                            hi = min(hi, limit // a)
+                if (lo, hi) != tuple(box[sym]):
+                    box[sym] = Interval(lo, hi)
+                    changed = True
+                if lo > hi:
+                    return None
+        if not changed:
+            break
+    return {s: (_end(i.lo), _end(i.hi)) for s, i in box.items()}
+
+
+def _end(value) -> int | None:
+    return None if value in (INF, -INF) else int(value)
+
+
+def _conjuncts(f: F.Formula):
+    if isinstance(f, F.Rel):
+        yield f
+    elif isinstance(f, F.And):
+        for a in f.args:
+            yield from _conjuncts(a)
+
+
+class IntervalStrategy(Strategy):
+    name = "interval"
+
+    def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
+        ranges = tighten(problem.ranges, problem.facts)
+        if ranges is None:
+            return proven("the facts exclude every point in range")
+        bounds = Bounds(ranges)
+        always, never = box_truth(problem.goal, bounds)
+        if always:
+            return proven("value-range bounds satisfy the goal everywhere")
+        if never:
+            narrowed = Problem(problem.goal, problem.facts, problem.symbols, ranges)
+            for point in sample_points(narrowed, count=8):
+                if check_counterexample(problem, point) is None:
+                    return refuted(point, "value-range bounds show the goal can never hold")
+            return unknown("the goal can never hold, but no point satisfying the facts was found")
+        return unknown("value-range bounds are inconclusive")

@@ -1,0 +1,570 @@
+"""A safe parser for shape guards, as torch prints them and as people write them.
+
+>>> str(parse_condition("((1 + (seq_len // S)) % N) != 0"))
+'((seq_len // S) + 1) % N != 0'
+>>> str(parse_condition("math.ceil(T / 16) != 1"))
+'CeilDiv(T, 16) != 1'
+>>> str(parse_condition("L['x'].size()[1] % 4 == 0"))
+"(L['x'].size()[1] % 4) == 0"
+
+Nothing is evaluated: the text is tokenized and read by a recursive-descent
+parser for a small Python-like grammar (Python's precedence, chained
+comparisons, ``and``/``or``/``not``, ``&``/``|``/``~`` as sympy prints them),
+and names resolve against a fixed table of functions.  Anything else is a
+``ParseError`` that names the position and what was expected.  Input size,
+nesting depth, literal size and exponents are bounded so hostile text fails
+fast instead of exhausting the machine.
+
+Integer division nodes remember their divisor even when sympy cancels them
+(``x // y - x // y`` is ``0`` but still undefined at ``y == 0``).  Float
+operations (``/``, ``sym_float``, ``0.5``) are read as exact rationals, which
+is what they compute for sizes below 2**53.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import sympy
+from sympy import Expr, Integer, Rational
+
+from . import formula as F
+from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, symbol
+
+__all__ = ["ParseError", "parse", "parse_condition", "parse_term", "Limits"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds that keep parsing cheap on hostile input."""
+
+    max_chars: int = 200_000
+    max_depth: int = 64
+    max_int_digits: int = 60
+    max_exponent: int = 64
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class ParseError(ValueError):
+    """Text that is not a guard; ``position`` is a 0-based character offset."""
+
+    def __init__(self, message: str, text: str = "", position: int = 0):
+        self.message = message
+        self.text = text
+        self.position = position
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        if not self.text:
+            return self.message
+        start = max(0, self.position - 40)
+        excerpt = self.text[start:self.position + 40].replace("\n", " ")
+        caret = " " * (self.position - start + (3 if start else 0)) + "^"
+        prefix = "..." if start else ""
+        return f"{self.message} at position {self.position}:\n  {prefix}{excerpt}\n  {caret}"
+
+
+_TOKEN = re.compile(r"""
+    (?P<ws>\s+)
+  | (?P<num>(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+)
+  | (?P<name>[A-Za-z_][A-Za-z_0-9]*)
+  | (?P<str>'[^'\\\n]*'|"[^"\\\n]*")
+  | (?P<op>//|\*\*|==|!=|<=|>=|[-+*/%()<>\[\],.&|~])
+""", re.VERBOSE)
+
+_KEYWORDS = {"and", "or", "not", "True", "False", "None", "if", "else", "lambda", "in", "is"}
+
+
+@dataclass(frozen=True)
+class _Tok:
+    kind: str  # num, name, str, op, kw, end
+    text: str
+    pos: int
+
+
+def _tokenize(text: str) -> list[_Tok]:
+    tokens, pos = [], 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            raise ParseError(f"unexpected character {text[pos]!r}", text, pos)
+        kind = m.lastgroup
+        if kind != "ws":
+            value = m.group()
+            if kind == "name" and value in _KEYWORDS:
+                kind = "kw"
+            tokens.append(_Tok(kind, value, pos))
+        pos = m.end()
+    tokens.append(_Tok("end", "", len(text)))
+    return tokens
+
+
+# ---------------------------------------------------------------------------
+# Values built while parsing
+
+@dataclass(frozen=True)
+class _Num:
+    """A number: integer-valued unless ``real`` (from ``/`` or floats); ``divs`` must be nonzero."""
+
+    expr: Expr
+    divs: frozenset = frozenset()
+    real: bool = False
+
+
+@dataclass(frozen=True)
+class _Path:
+    """An unresolved name or source path such as ``L['x'].size()[1]``."""
+
+    text: str
+    pos: int
+
+
+def _merge(*nums: _Num) -> frozenset:
+    return frozenset().union(*(n.divs for n in nums))
+
+
+def _nonzero(divisor: Expr) -> frozenset:
+    """The definedness condition of dividing by ``divisor`` (none for a nonzero constant)."""
+    return frozenset() if divisor.is_Integer and divisor != 0 else frozenset({divisor})
+
+
+# ---------------------------------------------------------------------------
+# The function table: name -> (arity or None for n-ary, handler on parsed values)
+
+def _int_fn(node) -> Callable:
+    def apply(p: "_Parser", args, pos):
+        a, b = (p.integer(v, pos) for v in args)
+        return _Num(node(a.expr, b.expr), _merge(a, b) | _nonzero(b.expr))
+    return apply
+
+
+def _rel_fn(op: str) -> Callable:
+    return lambda p, args, pos: p.compare(op, args[0], args[1], pos)
+
+
+def _minmax_fn(node) -> Callable:
+    def apply(p: "_Parser", args, pos):
+        if not args:
+            raise ParseError("min/max need at least one argument", p.text, pos)
+        nums = [p.integer(v, pos) for v in args]
+        return _Num(node(*(n.expr for n in nums)), _merge(*nums))
+    return apply
+
+
+def _round_fn(kind: str) -> Callable:
+    def apply(p: "_Parser", args, pos):
+        return p.round_to_int(args[0], kind, pos)
+    return apply
+
+
+def _to_real(p: "_Parser", args, pos):
+    n = p.number(args[0], pos)
+    return _Num(n.expr, n.divs, real=True)
+
+
+def _true_div(p: "_Parser", args, pos):
+    return p.divide(args[0], args[1], pos)
+
+
+def _modular_indexing(p: "_Parser", args, pos):
+    a, b, c = (p.integer(v, pos) for v in args)
+    return _Num(Mod(FloorDiv(a.expr, b.expr), c.expr), _merge(a, b, c) | _nonzero(b.expr) | _nonzero(c.expr))
+
+
+def _abs(p: "_Parser", args, pos):
+    n = p.integer(args[0], pos)
+    return _Num(Max(n.expr, -n.expr), n.divs)
+
+
+def _pow(p: "_Parser", args, pos):
+    return p.power(args[0], args[1], pos)
+
+
+def _connective(join) -> Callable:
+    return lambda p, args, pos: join(*(p.condition(v, pos) for v in args))
+
+
+_FUNCTIONS: dict[str, tuple[int | None, Callable]] = {
+    **{name: (2, _rel_fn(op)) for name, op in
+       [("Eq", "=="), ("Ne", "!="), ("Lt", "<"), ("Le", "<="), ("Gt", ">"), ("Ge", ">="),
+        ("StrictLessThan", "<"), ("LessThan", "<="), ("StrictGreaterThan", ">"), ("GreaterThan", ">="),
+        ("Equality", "=="), ("Unequality", "!=")]},
+    "And": (None, _connective(F.conj)),
+    "Or": (None, _connective(F.disj)),
+    "Not": (1, lambda p, args, pos: F.neg(p.condition(args[0], pos))),
+    "sym_not": (1, lambda p, args, pos: F.neg(p.condition(args[0], pos))),
+    "torch.sym_not": (1, lambda p, args, pos: F.neg(p.condition(args[0], pos))),
+    **{name: (2, _int_fn(FloorDiv)) for name in ("FloorDiv", "CleanDiv", "IntFloorDiv", "floordiv")},
+    **{name: (2, _int_fn(Mod)) for name in ("Mod", "PythonMod")},
+    "CeilDiv": (2, _int_fn(CeilDiv)),
+    "TruncDiv": (2, _int_fn(TruncDiv)),
+    "ModularIndexing": (3, _modular_indexing),
+    **{name: (None, _minmax_fn(Max)) for name in ("Max", "max", "sym_max", "torch.sym_max")},
+    **{name: (None, _minmax_fn(Min)) for name in ("Min", "min", "sym_min", "torch.sym_min")},
+    **{name: (2, _true_div) for name in ("IntTrueDiv", "FloatTrueDiv")},
+    **{name: (1, _round_fn("ceil")) for name in ("CeilToInt", "math.ceil", "ceiling", "ceil")},
+    **{name: (1, _round_fn("floor")) for name in ("FloorToInt", "math.floor", "floor")},
+    **{name: (1, _round_fn("trunc")) for name in ("TruncToInt", "math.trunc", "int", "trunc")},
+    **{name: (1, _to_real) for name in ("ToFloat", "sym_float", "torch.sym_float", "float")},
+    **{name: (1, _abs) for name in ("abs", "Abs")},
+    **{name: (2, _pow) for name in ("PowByNatural", "pow")},
+    "Integer": (1, lambda p, args, pos: p.integer(args[0], pos)),
+}
+
+# Methods that may appear inside a source path, e.g. ``x.size(1)`` or ``L['x'].size()[1]``.
+_PATH_METHODS = {"size", "stride", "storage_offset", "numel", "dim", "item", "shape"}
+
+
+class _Parser:
+    def __init__(self, text: str, limits: Limits):
+        if len(text) > limits.max_chars:
+            raise ParseError(f"guard text is {len(text)} characters; the limit is {limits.max_chars}")
+        self.text = text
+        self.limits = limits
+        self.tokens = _tokenize(text)
+        self.i = 0
+        self.depth = 0
+
+    # -- token helpers -------------------------------------------------------
+    @property
+    def tok(self) -> _Tok:
+        return self.tokens[self.i]
+
+    def at(self, *texts: str) -> bool:
+        return self.tok.kind in ("op", "kw") and self.tok.text in texts
+
+    def take(self) -> _Tok:
+        tok = self.tok
+        self.i += 1
+        return tok
+
+    def expect(self, text: str, what: str | None = None) -> _Tok:
+        if not self.at(text):
+            raise self.error(f"expected {what or repr(text)}")
+        return self.take()
+
+    def error(self, expected: str) -> ParseError:
+        found = "end of input" if self.tok.kind == "end" else repr(self.tok.text)
+        return ParseError(f"{expected}, found {found}", self.text, self.tok.pos)
+
+    def enter(self):
+        self.depth += 1
+        if self.depth > self.limits.max_depth:
+            raise ParseError(f"expression nested deeper than {self.limits.max_depth} levels",
+                             self.text, self.tok.pos)
+
+    # -- grammar -------------------------------------------------------------
+    def parse_top(self):
+        value = self.expression()
+        if self.tok.kind != "end":
+            raise self.error("expected an operator or the end of the guard")
+        return value
+
+    def expression(self):
+        self.enter()
+        try:
+            value = self.and_test()
+            while self.at("or"):
+                pos = self.take().pos
+                value = F.disj(self.condition(value, pos), self.condition(self.and_test(), pos))
+            return value
+        finally:
+            self.depth -= 1
+
+    def and_test(self):
+        value = self.not_test()
+        while self.at("and"):
+            pos = self.take().pos
+            value = F.conj(self.condition(value, pos), self.condition(self.not_test(), pos))
+        return value
+
+    def not_test(self):
+        if self.at("not"):
+            pos = self.take().pos
+            self.enter()
+            try:
+                return F.neg(self.condition(self.not_test(), pos))
+            finally:
+                self.depth -= 1
+        return self.comparison()
+
+    def comparison(self):
+        left = self.bitwise_or()
+        result = None
+        while self.at("==", "!=", "<", "<=", ">", ">="):
+            tok = self.take()
+            right = self.bitwise_or()
+            step = self.compare(tok.text, left, right, tok.pos)
+            result = step if result is None else F.conj(result, step)
+            left = right
+        return left if result is None else result
+
+    def bitwise_or(self):
+        value = self.bitwise_and()
+        while self.at("|"):
+            pos = self.take().pos
+            value = F.disj(self.condition(value, pos), self.condition(self.bitwise_and(), pos))
+        return value
+
+    def bitwise_and(self):
+        value = self.arith()
+        while self.at("&"):
+            pos = self.take().pos
+            value = F.conj(self.condition(value, pos), self.condition(self.arith(), pos))
+        return value
+
+    def arith(self):
+        value = self.term()
+        while self.at("+", "-"):
+            tok = self.take()
+            right = self.number(self.term(), tok.pos)
+            left = self.number(value, tok.pos)
+            value = self.combine(left, right, left.expr + right.expr if tok.text == "+" else left.expr - right.expr)
+        return value
+
+    def term(self):
+        value = self.unary()
+        while self.at("*", "/", "//", "%"):
+            tok = self.take()
+            right = self.unary()
+            if tok.text == "*":
+                a, b = self.number(value, tok.pos), self.number(right, tok.pos)
+                value = self.combine(a, b, a.expr * b.expr)
+            elif tok.text == "/":
+                value = self.divide(value, right, tok.pos)
+            elif tok.text == "//":
+                value = self.floor_divide(value, right, tok.pos)
+            else:
+                a, b = self.integer(value, tok.pos), self.integer(right, tok.pos)
+                value = _Num(Mod(a.expr, b.expr), _merge(a, b) | _nonzero(b.expr))
+        return value
+
+    def unary(self):
+        if self.at("-", "+", "~"):
+            tok = self.take()
+            self.enter()
+            try:
+                operand = self.unary()
+            finally:
+                self.depth -= 1
+            if tok.text == "~":
+                return F.neg(self.condition(operand, tok.pos))
+            n = self.number(operand, tok.pos)
+            return n if tok.text == "+" else _Num(-n.expr, n.divs, n.real)
+        return self.power_expr()
+
+    def power_expr(self):
+        base = self.primary()
+        if self.at("**"):
+            pos = self.take().pos
+            self.enter()
+            try:
+                exponent = self.unary()
+            finally:
+                self.depth -= 1
+            return self.power(base, exponent, pos)
+        return base
+
+    def primary(self):
+        value = self.atom()
+        while True:
+            if self.at("("):
+                value = self.call(value)
+            elif self.at("["):
+                value = self.subscript(value)
+            elif self.at("."):
+                pos = self.take().pos
+                if self.tok.kind != "name":
+                    raise self.error("expected an attribute name after '.'")
+                if not isinstance(value, _Path):
+                    raise ParseError("attributes are only allowed on names", self.text, pos)
+                value = _Path(f"{value.text}.{self.take().text}", value.pos)
+            else:
+                return value
+
+    def atom(self):
+        tok = self.tok
+        if tok.kind == "num":
+            self.take()
+            return self.literal(tok)
+        if tok.kind == "name":
+            self.take()
+            if tok.text.startswith("__"):
+                raise ParseError(f"name {tok.text!r} is not allowed", self.text, tok.pos)
+            return _Path(tok.text, tok.pos)
+        if tok.kind == "kw" and tok.text in ("True", "False"):
+            self.take()
+            return F.TRUE if tok.text == "True" else F.FALSE
+        if self.at("("):
+            self.take()
+            value = self.expression()
+            self.expect(")", "')' to close the '(' at position %d" % tok.pos)
+            return value
+        raise self.error("expected a number, a name or '('")
+
+    def literal(self, tok: _Tok) -> _Num:
+        digits = len(tok.text.split(".")[0].split("e")[0].split("E")[0])
+        if digits > self.limits.max_int_digits or re.search(r"[eE][+-]?\d{4,}", tok.text):
+            raise ParseError("number literal is too large", self.text, tok.pos)
+        if re.fullmatch(r"\d+", tok.text):
+            return _Num(Integer(int(tok.text)))
+        return _Num(Rational(tok.text), real=True)
+
+    def call(self, target):
+        open_tok = self.take()
+        self.enter()
+        try:
+            args = []
+            while not self.at(")"):
+                args.append(self.expression())
+                if not self.at(")"):
+                    self.expect(",", "',' or ')' in the argument list")
+            self.take()
+        finally:
+            self.depth -= 1
+        if not isinstance(target, _Path):
+            raise ParseError("only named functions can be called", self.text, open_tok.pos)
+        name = target.text
+        if name in _FUNCTIONS:
+            arity, handler = _FUNCTIONS[name]
+            if arity is not None and len(args) != arity:
+                raise ParseError(f"{name}() takes {arity} argument(s), got {len(args)}", self.text, target.pos)
+            return handler(self, args, target.pos)
+        method = name.rsplit(".", 1)[-1]
+        if "." in name and method in _PATH_METHODS and all(
+                isinstance(a, _Num) and a.expr.is_Integer for a in args):
+            return _Path(f"{name}({', '.join(str(a.expr) for a in args)})", target.pos)
+        raise ParseError(f"unknown function {name!r}", self.text, target.pos)
+
+    def subscript(self, target):
+        open_tok = self.take()
+        negative = self.at("-")
+        if negative:
+            self.take()
+        tok = self.tok
+        if tok.kind == "num" and tok.text.isdigit():
+            index = ("-" if negative else "") + tok.text
+        elif tok.kind == "str" and not negative:
+            index = repr(tok.text[1:-1])
+        else:
+            raise self.error("expected an integer or a string index")
+        self.take()
+        self.expect("]", "']'")
+        if not isinstance(target, _Path):
+            raise ParseError("only names can be indexed", self.text, open_tok.pos)
+        return _Path(f"{target.text}[{index}]", target.pos)
+
+    # -- typed views of values -----------------------------------------------
+    def number(self, value, pos: int) -> _Num:
+        if isinstance(value, _Num):
+            return value
+        if isinstance(value, _Path):
+            if value.text in _FUNCTIONS:
+                raise ParseError(f"{value.text} is a function and must be called", self.text, value.pos)
+            return _Num(symbol(value.text))
+        raise ParseError("expected a number, found a condition", self.text, pos)
+
+    def integer(self, value, pos: int) -> _Num:
+        n = self.number(value, pos)
+        if n.real:
+            raise ParseError("expected an integer; use //, math.floor or math.ceil to round a true division",
+                             self.text, pos)
+        return n
+
+    def condition(self, value, pos: int) -> F.Formula:
+        if isinstance(value, F.Formula):
+            return value
+        n = self.integer(value, pos)  # Python truthiness of an int
+        return F.rel("!=", n.expr, Integer(0), n.divs)
+
+    def combine(self, a: _Num, b: _Num, expr: Expr) -> _Num:
+        return _Num(expr, _merge(a, b), a.real or b.real)
+
+    def divide(self, a, b, pos: int) -> _Num:
+        a, b = self.number(a, pos), self.number(b, pos)
+        if b.expr == 0:
+            raise ParseError("division by zero", self.text, pos)
+        return _Num(a.expr / b.expr, _merge(a, b) | _nonzero(b.expr), real=True)
+
+    def floor_divide(self, a, b, pos: int) -> _Num:
+        a, b = self.number(a, pos), self.number(b, pos)
+        if a.real or b.real:
+            return self.round_to_int(self.divide(a, b, pos), "floor", pos)
+        return _Num(FloorDiv(a.expr, b.expr), _merge(a, b) | _nonzero(b.expr))
+
+    def round_to_int(self, value, kind: str, pos: int) -> _Num:
+        n = self.number(value, pos)
+        if not n.real:
+            return n
+        numer, denom = sympy.together(n.expr).as_numer_denom()
+        if not (numer.is_integer and denom.is_integer):
+            raise ParseError("cannot round this expression exactly", self.text, pos)
+        node = {"floor": FloorDiv, "ceil": CeilDiv, "trunc": TruncDiv}[kind]
+        return _Num(node(numer, denom), n.divs | _nonzero(denom))
+
+    def power(self, base, exponent, pos: int) -> _Num:
+        base, exponent = self.number(base, pos), self.number(exponent, pos)
+        e = exponent.expr
+        if not (e.is_Integer and 0 <= e <= self.limits.max_exponent):
+            raise ParseError(f"exponent must be an integer literal from 0 to {self.limits.max_exponent}",
+                             self.text, pos)
+        return _Num(base.expr ** int(e), base.divs, base.real)
+
+    def compare(self, op: str, left, right, pos: int) -> F.Formula:
+        if isinstance(left, F.Formula) or isinstance(right, F.Formula):
+            if op not in ("==", "!="):
+                raise ParseError(f"cannot compare conditions with {op}", self.text, pos)
+            a, b = self.condition(left, pos), self.condition(right, pos)
+            same = F.iff(a, b)
+            return same if op == "==" else F.neg(same)
+        a, b = self.number(left, pos), self.number(right, pos)
+        divs = _merge(a, b)
+        if not (a.real or b.real):
+            return F.rel(op, a.expr, b.expr, divs)
+        # Clear denominators: sign(n/d) == sign(n*d) wherever d != 0 (d is recorded in divs).
+        numer, denom = sympy.together(a.expr - b.expr).as_numer_denom()
+        if denom.is_Integer:
+            return F.rel(op if denom > 0 else F.FLIPPED[op], numer, Integer(0), divs)
+        return F.rel(op, sympy.expand(numer * denom), Integer(0), divs)
+
+
+def parse(text: str, limits: Limits = DEFAULT_LIMITS):
+    """Parse ``text`` into a condition (``Formula``) or an integer term (sympy ``Expr``)."""
+    if not isinstance(text, str):
+        raise TypeError(f"expected guard text, got {type(text).__name__}")
+    parser = _Parser(text, limits)
+    try:
+        value = parser.parse_top()
+    except RecursionError:
+        raise ParseError("expression nested too deeply", text, 0) from None
+    if isinstance(value, F.Formula):
+        return value
+    n = parser.number(value, 0)
+    if n.real:
+        raise ParseError("expected an integer expression, found a true division", text, 0)
+    return n.expr
+
+
+def parse_condition(text, limits: Limits = DEFAULT_LIMITS) -> F.Formula:
+    """A ``Formula`` from guard text (a ``Formula`` is returned unchanged)."""
+    if isinstance(text, F.Formula):
+        return text
+    value = parse(text, limits)
+    if not isinstance(value, F.Formula):
+        raise ParseError("expected a condition such as 'a == b', found an integer expression", text, 0)
+    return value
+
+
+def parse_term(text, limits: Limits = DEFAULT_LIMITS) -> Expr:
+    """An integer term from text (a sympy ``Expr`` or ``int`` is returned as a term)."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return Integer(text)
+    if isinstance(text, Expr):
+        return text
+    value = parse(text, limits)
+    if isinstance(value, F.Formula):
+        raise ParseError("expected an integer expression, found a condition", text, 0)
+    return value

@@ -1,0 +1,280 @@
+"""The ``rewrite`` strategy: normalize ``//`` and ``%``, then decide by bounds.
+
+Three steps, all exact:
+
+1. *Reduce* with the facts: ``x % c == 0`` substitutes ``x = c*k`` for a fresh
+   ``k``; an equality that defines a symbol (``s0 == 2*s1 + 1``) substitutes it
+   and keeps its range as a fact; linear facts tighten the ranges.
+2. *Normalize* every term bottom-up with the rules in ``rules.py``: ``%`` and
+   ceil division become ``//``, exact multiples leave the dividend
+   (``(2*T*T) // T -> 2*T``, ``(4 + 4*q) // (1 + q) -> 4``), nested and
+   scaled divisions collapse.  Differences of equal terms cancel to 0.
+3. *Decide* each relation from the tight interval of ``lhs - rhs``
+   (``tight.py``: ``x - b*(x // b)`` folds back into ``x % b``, whose range
+   ``[0, b-1]`` is what proves ``T <= 16*ceil(T/16)``).
+
+The same reduction feeds SMT in the cascade (``Simplified``), which turns the
+nested pad-to-multiple guards that Z3 alone gives up on into easy ones.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+import sympy
+from sympy import Expr, Integer, Symbol
+
+from . import formula as F
+from .bounds import Bounds
+from .evaluate import Undefined, _eval
+from .interval import box_truth, tighten
+from .problem import Deadline, Problem
+from .rules import RULES_BY_NODE
+from .strategy import Outcome, Strategy, check_counterexample, proven, refuted, sample_points, unknown
+from .terms import DIVISION_NODES, FloorDiv, symbol
+from .tight import TightBounds
+
+__all__ = ["Normalizer", "Reduction", "reduce_problem", "RewriteStrategy", "Simplified"]
+
+
+class _OutOfBudget(Exception):
+    pass
+
+
+class Normalizer:
+    """Bottom-up rewriting of terms to the normal form of ``rules.py``, memoized."""
+
+    def __init__(self, bounds: Bounds, deadline: Deadline | None = None, max_steps: int = 5000):
+        self.bounds = bounds
+        self.deadline = deadline
+        self.max_steps = max_steps
+        self.steps = 0
+        self.memo: dict[Expr, Expr] = {}
+        self.fired: dict[str, int] = {}
+
+    def __call__(self, t: Expr) -> Expr:
+        if t.is_Atom:
+            return t
+        cached = self.memo.get(t)
+        if cached is not None:
+            return cached
+        args = [self(a) for a in t.args]
+        if isinstance(t, (sympy.Add, sympy.Mul, sympy.Pow)):
+            out = sympy.expand(t.func(*args), deep=False)
+        else:
+            node = t.func(*args)
+            out = self._rewrite(node) if type(node) is type(t) else self(node)
+        self.memo[t] = out
+        return out
+
+    def _rewrite(self, node: Expr) -> Expr:
+        if isinstance(node, DIVISION_NODES) and node.args[1] == 0:
+            return node  # undefined everywhere; nothing to rewrite
+        for rule in RULES_BY_NODE.get(type(node), ()):
+            new = rule.apply(node, self.bounds)
+            if new is None or new == node:
+                continue
+            self.steps += 1
+            if self.steps > self.max_steps or (self.deadline is not None and self.deadline.expired()):
+                raise _OutOfBudget
+            self.fired[rule.name] = self.fired.get(rule.name, 0) + 1
+            return self(new)
+        return node
+
+    def formula(self, f: F.Formula) -> F.Formula:
+        if isinstance(f, F.Const):
+            return f
+        if isinstance(f, F.Rel):
+            divs = frozenset(self(d) for d in f.divisors)
+            return F.rel(f.op, self(sympy.expand(f.lhs - f.rhs)), Integer(0), divs)
+        return (F.conj if isinstance(f, F.And) else F.disj)(*(self.formula(a) for a in f.args))
+
+
+@dataclass
+class Reduction:
+    """A problem rewritten into an equivalent one, with the map back for points."""
+
+    problem: Problem
+    original: Problem
+    substitutions: list[tuple[Symbol, Expr]] = field(default_factory=list)
+    fired: dict[str, int] = field(default_factory=dict)
+    infeasible: bool = False
+
+    def lift(self, point: dict[Symbol, int]) -> dict[Symbol, int]:
+        """A point of the original problem from a point of the reduced one."""
+        env = dict(point)
+        for sym, expr in reversed(self.substitutions):
+            env[sym] = _eval(expr, env, {})
+        return {s: env[s] for s in self.original.symbols}
+
+
+def _divisibility(rel: F.Rel) -> tuple[Symbol, int] | None:
+    """``(x, c)`` when ``rel`` normalizes to ``x - c*(x // c) == 0``, i.e. ``x % c == 0``."""
+    if rel.op != "==":
+        return None
+    diff = sympy.expand(rel.lhs - rel.rhs)
+    for atom in diff.atoms(FloorDiv):
+        x, c = atom.args
+        if isinstance(x, Symbol) and c.is_Integer and c > 1:
+            if sympy.expand(diff - (x - c * atom)) == 0 or sympy.expand(diff + (x - c * atom)) == 0:
+                return x, int(c)
+    return None
+
+
+def _definition(rel: F.Rel, ranges) -> tuple[Symbol, Expr] | None:
+    """``(s, e)`` when ``rel`` says ``s == e`` with ``s`` a symbol absent from ``e``."""
+    if rel.op != "==" or rel.divisors:
+        return None
+    diff = sympy.expand(rel.lhs - rel.rhs)
+    for term in sympy.Add.make_args(diff):
+        coeff, rest = term.as_coeff_Mul()
+        if isinstance(rest, Symbol) and coeff in (1, -1) and rest in ranges:
+            expr = sympy.expand(rest - diff / coeff)
+            if rest not in expr.free_symbols:
+                return rest, expr
+    return None
+
+
+_REDUCTIONS: OrderedDict[tuple, Reduction] = OrderedDict()
+_REDUCTIONS_LOCK = threading.Lock()
+
+
+def reduce_problem(problem: Problem, deadline: Deadline | None = None) -> Reduction:
+    """Substitute what the facts define, tighten ranges, normalize every term (memoized)."""
+    with _REDUCTIONS_LOCK:
+        cached = _REDUCTIONS.get(problem.key)
+    if cached is not None:
+        return cached
+    reduction = _reduce(problem, deadline)
+    with _REDUCTIONS_LOCK:
+        _REDUCTIONS[problem.key] = reduction
+        while len(_REDUCTIONS) > 256:
+            _REDUCTIONS.popitem(last=False)
+    return reduction
+
+
+def _reduce(problem: Problem, deadline: Deadline | None) -> Reduction:
+    ranges = dict(problem.ranges)
+    facts = list(problem.facts)
+    goal = problem.goal
+    subs: list[tuple[Symbol, Expr]] = []
+    fired: dict[str, int] = {}
+
+    for _ in range(8):
+        changed = False
+        for i, fact in enumerate(facts):
+            if not isinstance(fact, F.Rel):
+                continue
+            norm = Normalizer(TightBounds(ranges), deadline)
+            nfact = norm.formula(fact)
+            if not isinstance(nfact, F.Rel):
+                continue
+            div = _divisibility(nfact)
+            if div is not None:
+                x, c = div
+                k = symbol(f"{x.name}/{c}")
+                lo, hi = ranges[x]
+                ranges[k] = (None if lo is None else -((-lo) // c), None if hi is None else hi // c)
+                replacement: Expr = c * k
+                new_facts: list[F.Formula] = []
+                fired["fact_divisibility"] = fired.get("fact_divisibility", 0) + 1
+            else:
+                definition = _definition(nfact, ranges)
+                if definition is None:
+                    continue
+                x, replacement = definition
+                lo, hi = ranges[x]
+                new_facts = [F.rel(op, replacement, bound) for op, bound in ((">=", lo), ("<=", hi))
+                             if bound is not None]
+                fired["fact_definition"] = fired.get("fact_definition", 0) + 1
+            subs.append((x, replacement))
+            del ranges[x]
+            mapping = {x: replacement}
+            facts = [_substitute(f, mapping) for j, f in enumerate(facts) if j != i] + new_facts
+            goal = _substitute(goal, mapping)
+            changed = True
+            break
+        if not changed:
+            break
+
+    syms = set(goal.free_symbols).union(*(f.free_symbols for f in facts))
+    tightened = tighten({s: ranges.get(s, (None, None)) for s in syms}, facts)
+    if tightened is None:
+        reduced = Problem(goal, tuple(facts), tuple(sorted(syms, key=lambda s: s.name)),
+                          {s: ranges.get(s, (None, None)) for s in syms})
+        return Reduction(reduced, problem, subs, fired, infeasible=True)
+    norm = Normalizer(TightBounds(tightened), deadline)
+    goal = norm.formula(goal)
+    facts = [f for f in (norm.formula(f) for f in facts) if f != F.TRUE]
+    for name, count in norm.fired.items():
+        fired[name] = fired.get(name, 0) + count
+    syms = set(goal.free_symbols).union(*(f.free_symbols for f in facts)) | set(tightened)
+    ordered = tuple(sorted(syms, key=lambda s: s.name))
+    reduced = Problem(goal, tuple(facts), ordered, {s: tightened.get(s, ranges.get(s, (None, None)))
+                                                     for s in ordered})
+    infeasible = any(f == F.FALSE for f in facts)
+    return Reduction(reduced, problem, subs, fired, infeasible)
+
+
+def _substitute(f: F.Formula, mapping: dict) -> F.Formula:
+    if isinstance(f, F.Const):
+        return f
+    if isinstance(f, F.Rel):
+        divs = frozenset(sympy.expand(d.xreplace(mapping)) for d in f.divisors)
+        return F.rel(f.op, sympy.expand(f.lhs.xreplace(mapping)), sympy.expand(f.rhs.xreplace(mapping)), divs)
+    return (F.conj if isinstance(f, F.And) else F.disj)(*(_substitute(a, mapping) for a in f.args))
+
+
+def _describe(fired: dict[str, int]) -> str:
+    return ", ".join(f"{name} x{count}" for name, count in sorted(fired.items())) or "no rules"
+
+
+class RewriteStrategy(Strategy):
+    name = "rewrite"
+
+    def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
+        try:
+            red = reduce_problem(problem, deadline)
+        except _OutOfBudget:
+            return unknown("the rewrite budget ran out")
+        except RecursionError:
+            return unknown("the terms are nested too deeply to rewrite")
+        if red.infeasible:
+            return proven(f"the facts exclude every point in range ({_describe(red.fired)})")
+        bounds = TightBounds(red.problem.ranges)
+        always, never = box_truth(red.problem.goal, bounds)
+        if always:
+            return proven(f"normalized and bounded ({_describe(red.fired)})")
+        if never:
+            for point in sample_points(red.problem, count=8):
+                try:
+                    lifted = red.lift(point)
+                except Undefined:
+                    continue
+                if check_counterexample(problem, lifted) is None:
+                    return refuted(lifted, f"after normalization the goal can never hold ({_describe(red.fired)})")
+        return unknown(f"normalized form is inconclusive: {red.problem.goal}")
+
+
+class Simplified(Strategy):
+    """Run ``inner`` on the rewritten problem and map its counterexample back."""
+
+    def __init__(self, inner: Strategy):
+        self.inner = inner
+        self.name = f"rewrite+{inner.name}"
+
+    def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
+        try:
+            red = reduce_problem(problem, deadline)
+        except (_OutOfBudget, RecursionError):
+            return self.inner.decide(problem, deadline)
+        if red.infeasible:
+            return proven("the facts exclude every point in range")
+        outcome = self.inner.decide(red.problem, deadline)
+        if outcome.counterexample is not None:
+            try:
+                lifted = red.lift(dict(outcome.counterexample))
+            except Undefined:
+                return unknown("could not map the counterexample back")
+            return refuted(lifted, outcome.reason)
+        return outcome

@@ -1,0 +1,85 @@
+"""Every strategy on a table of guards: each answer must agree with the truth or be unknown."""
+import time
+import warnings
+
+import pytest
+
+from shapeproof.solver import STRATEGIES, Status, prove
+from shapeproof.solver.problem import Problem
+
+P, R = Status.PROVEN, Status.REFUTED
+
+# goal, ranges, facts, truth (the cascade must reach it)
+TABLE = [
+    ("((2*T*T) // T) == 2*T", {"T": (2, 1024)}, (), P),
+    ("((2*T*T) // T) == 2*T", {"T": (1, None)}, (), P),
+    ("(T % 4) != 0", {"T": (2, 1024)}, (), R),
+    ("(1 + ((T - T % 4) // 4)) != (4 + T - T % 4)", {"T": (2, None)}, (), P),
+    ("((64 + (-16)*(L % 4) + 16*L) % 64) == 0", {"L": (2, 4096)}, (), P),
+    ("T <= 16*math.ceil(T / 16)", {"T": (2, None)}, (), P),
+    ("(1 % (1 + ((L - 1) // S))) != 0", {"L": (2, None), "S": (2, None)}, ("L >= 2*S",), P),
+    ("(1 % (1 + ((L - 1) // S))) != 0", {"L": (2, 4096), "S": (1, 8)}, (), R),
+    ("((1 + (seq // S)) % N) != 0", {"seq": (1, 4096), "S": (4, 4), "N": (8, 8)}, (), R),
+    ("(D + D*((L-1)//S)) == D*(1 + ((L-1)//S))", {"D": (1, 1024), "L": (2, 4096), "S": (1, 8)}, (), P),
+    ("(H // 7)*7 == H", {"H": (7, 2048)}, ("H % 7 == 0",), P),
+    ("(H // 7)*7 == H", {"H": (7, None)}, ("H % 7 == 0",), P),
+    ("X // 4 * 4 + X % 4 == X", {"X": (-4096, 4096)}, (), P),
+    ("((X - 5) // 4)*4 <= X - 5", {"X": (0, 4096)}, (), P),
+    ("(H // 2) != H", {"H": (4, None)}, (), P),
+    ("(H // (H // 2)) == 2", {"H": (4, None)}, (), P),
+    ("(H % (H // 2)) == 0", {"H": (4, 512)}, (), R),
+    ("(B // (B // 2)) > 1", {"B": (2, 64)}, (), P),
+    ("min(a, b) <= max(a, b)", {"a": (None, None), "b": (None, None)}, (), P),
+    ("max(1, T // 16) == T // 16", {"T": (16, None)}, (), P),
+    ("max(1, T // 16) == T // 16", {"T": (1, None)}, (), R),
+    ("x // (y - 2) >= 0", {"x": (0, 10), "y": (0, 5)}, (), R),      # y == 2 divides by zero
+    ("y == 2 or x // (y - 2) >= -10", {"x": (0, 10), "y": (0, 5)}, (), P),
+    ("s0 == 2*s1", {"s0": (2, 100), "s1": (1, 50)}, ("s0 == 2*s1",), P),
+    ("(s0 // 2) == s1", {"s0": (2, None), "s1": (1, None)}, ("s0 == 2*s1",), P),
+    ("(s0 // 2) == s1", {"s0": (2, None), "s1": (1, None)}, ("s0 == 2*s1 + 1",), P),
+    ("(s0 // 2) == s1", {"s0": (2, None), "s1": (1, None)}, ("s0 == 2*s1 + 2",), R),
+    ("u0 <= 10", {"u0": (0, None)}, ("u0 >= 0", "u0 < 11"), P),
+    ("T > 5", {"T": (2, 10)}, ("T > 7",), P),
+    ("T > 5", {"T": (2, 10)}, ("T > 20",), P),                     # no point satisfies the facts
+    ("(x * x) % 4 != 2", {"x": (-50, 50)}, (), P),
+]
+
+
+@pytest.mark.parametrize("name", sorted(STRATEGIES))
+@pytest.mark.parametrize("goal,ranges,facts,expected", TABLE, ids=[t[0][:40] for t in TABLE])
+def test_strategies_agree_with_the_truth_or_say_unknown(name, goal, ranges, facts, expected):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # a strategy caught lying by the re-check fails the test
+        v = prove(goal, ranges=ranges, facts=facts, strategy=name, timeout=5.0)
+    assert v.status in (expected, Status.UNKNOWN), v
+    if v.status is R:
+        assert set(v.counterexample) == {s.name for s in Problem.build(goal, ranges, facts).symbols}
+    if name == "cascade":
+        assert v.status is expected, v
+
+
+def test_verdict_fields():
+    v = prove("(T % 4) != 0", ranges={"T": (2, 1024)}, strategy="enumerate")
+    assert v.status == "refuted" and v.status.value == "refuted"   # a str-valued enum
+    assert v.counterexample == {"T": 4}                              # the smallest one
+    assert v.strategy == "enumerate" and v.seconds >= 0 and v.reason
+
+
+def test_unknown_strategy_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown strategy"):
+        prove("T > 1", strategy="magic")
+
+
+def test_timeouts_are_respected():
+    # quadratic residues mod 4093 over an unbounded range: hard for every procedure
+    start = time.perf_counter()
+    v = prove("(L*(L+1)*(L+2)) % 4093 != 5", ranges={"L": (0, None)}, timeout=0.3)
+    assert time.perf_counter() - start < 2.0
+    assert v.status in (Status.UNKNOWN, Status.REFUTED)
+
+
+def test_cascade_caches_decided_verdicts():
+    first = prove("(T % 6) != 5", ranges={"T": (0, 99)})
+    again = prove("(T % 6) != 5", ranges={"T": (0, 99)})
+    assert first.counterexample == again.counterexample == {"T": 5}
+    assert again.reason.endswith("(cached)")

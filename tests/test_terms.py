@@ -1,0 +1,54 @@
+"""Integer nodes follow Python's operators exactly, for every sign; division by zero is undefined."""
+import itertools
+
+import pytest
+from hypothesis import given, strategies as st
+
+from shapeproof.solver import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, Undefined, evaluate_term, symbol
+from shapeproof.solver.terms import divisors, term_str
+from shapeproof.solver.parse import parse_term
+
+x, y = symbol("x"), symbol("y")
+VALUES = range(-9, 10)
+
+REFERENCE = [
+    (FloorDiv, lambda a, b: a // b),
+    (Mod, lambda a, b: a % b),
+    (CeilDiv, lambda a, b: -((-a) // b)),
+    (TruncDiv, lambda a, b: int(a / b)),
+]
+
+
+@pytest.mark.parametrize("node,python", REFERENCE, ids=[n.__name__ for n, _ in REFERENCE])
+def test_division_nodes_match_python_for_every_sign(node, python):
+    for a, b in itertools.product(VALUES, VALUES):
+        if b == 0:
+            with pytest.raises(Undefined):
+                evaluate_term(node(x, y), {"x": a, "y": b})
+            continue
+        assert evaluate_term(node(x, y), {"x": a, "y": b}) == python(a, b), (a, b)
+        assert node(a, b) == python(a, b)  # constant folding agrees too
+
+
+def test_folding_never_hides_a_zero_divisor():
+    assert isinstance(FloorDiv(x, x), FloorDiv)  # x // x is not 1 at x == 0
+    assert isinstance(Mod(0, y), Mod)
+    assert isinstance(FloorDiv(5, 0), FloorDiv)
+    assert divisors([FloorDiv(x, y) + Mod(x, 3)]) == {y}
+
+
+def test_min_max_canonical_form():
+    assert Max(x, 3, Max(y, 5), x) == Max(5, x, y)
+    assert Min(2, 7) == 2
+    assert evaluate_term(Min(x, y, 0), {"x": 3, "y": -2}) == -2
+
+
+@given(st.integers(-10**30, 10**30), st.integers(-10**30, 10**30).filter(bool))
+def test_big_integers_are_exact(a, b):
+    assert evaluate_term(TruncDiv(x, y), {"x": a, "y": b}) == (abs(a) // abs(b)) * (1 if (a >= 0) == (b > 0) else -1)
+    assert evaluate_term(Mod(x, y), {"x": a, "y": b}) == a % b
+
+
+@pytest.mark.parametrize("term", [FloorDiv(x + 1, 2 * y), Mod(-x, 4) * 3, CeilDiv(x, y) - Max(x, -y), TruncDiv(x, 3)])
+def test_printed_terms_parse_back(term):
+    assert parse_term(term_str(term)) == term
