@@ -6,13 +6,16 @@ from typing import Iterable, Mapping
 from .cascade import Cascade
 from .enumerate import EnumerateStrategy
 from .interval import IntervalStrategy
-from .problem import Deadline, Problem
-from .rewrite import RewriteStrategy
+from .parse import parse
+from .problem import Deadline, Problem, normalize_ranges
+from .rewrite import Normalizer, RewriteStrategy
 from .smt import Z3Strategy
 from .strategy import Strategy, run
+from .tight import TightBounds
+from .formula import Formula
 from .verdict import Verdict
 
-__all__ = ["prove", "STRATEGIES", "DEFAULT_TIMEOUT"]
+__all__ = ["prove", "simplify", "STRATEGIES", "DEFAULT_TIMEOUT"]
 
 DEFAULT_TIMEOUT = 2.0
 
@@ -55,3 +58,19 @@ def prove(goal, ranges: Mapping | None = None, facts: Iterable = (), strategy="c
     if isinstance(strategy, Strategy):
         return run(strategy, problem, deadline)
     raise TypeError(f"not a strategy: {strategy!r}")
+
+
+def simplify(expression, ranges: Mapping | None = None, timeout: float = DEFAULT_TIMEOUT):
+    """The rewrite strategy's normal form of a term or condition over ``ranges``.
+
+    Exact wherever the input is defined (divisors stay attached to conditions).
+
+    >>> from shapeproof.solver.terms import term_str
+    >>> term_str(simplify("(T + ((16 - T % 16) % 16)) // 16", {"T": (1, None)}))
+    '-((-T) // 16)'
+    """
+    value = parse(expression) if isinstance(expression, str) else expression
+    normalizer = Normalizer(TightBounds(normalize_ranges(ranges)), Deadline(timeout))
+    if isinstance(value, Formula):
+        return normalizer.formula(value)
+    return normalizer(value)

@@ -1,7 +1,7 @@
 """A safe parser for shape guards, as torch prints them and as people write them.
 
 >>> str(parse_condition("((1 + (seq_len // S)) % N) != 0"))
-'((seq_len // S) + 1) % N != 0'
+'((1 + (seq_len // S)) % N) != 0'
 >>> str(parse_condition("math.ceil(T / 16) != 1"))
 'CeilDiv(T, 16) != 1'
 >>> str(parse_condition("L['x'].size()[1] % 4 == 0"))

@@ -1,0 +1,18 @@
+"""The runnable examples in public docstrings are tests too."""
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "shapeproof.solver",
+    "shapeproof.solver.api",
+    "shapeproof.solver.parse",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_run(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0, f"{name} has no examples"
+    assert result.failed == 0
