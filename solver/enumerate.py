@@ -20,7 +20,7 @@ from .problem import Deadline, Problem
 from .strategy import Outcome, Strategy, proven, refuted, unknown
 from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv
 
-__all__ = ["EnumerateStrategy"]
+__all__ = ["EnumerateStrategy", "holds_along"]
 
 _SAFE_MAGNITUDE = 2 ** 62
 
@@ -167,3 +167,12 @@ class EnumerateStrategy(Strategy):
                 point = {s: int(env[s][i]) for s in problem.symbols}
                 return refuted(point, f"smallest counterexample among {size} points")
         return proven(f"checked all {size} points")
+
+
+def holds_along(f: F.Formula, sym: Symbol, lo: int, hi: int) -> np.ndarray:
+    """Mask over ``lo..hi`` of the values of ``sym`` where ``f`` (in ``sym`` only) holds."""
+    values = np.arange(lo, hi + 1, dtype=np.int64)
+    problem = Problem(f, (), (sym,), {sym: (lo, hi)})
+    if not _fits_int64(problem):
+        raise OverflowError("values could exceed int64")
+    return _Vectorized({sym: values}).truth(f, len(values))[0]

@@ -24,7 +24,7 @@ from .terms import as_term, divisors, term_str
 __all__ = [
     "Formula", "Rel", "And", "Or", "Const", "TRUE", "FALSE",
     "rel", "eq", "ne", "lt", "le", "gt", "ge", "conj", "disj", "neg", "iff",
-    "relations", "formula_str",
+    "relations", "formula_str", "substitute",
 ]
 
 NEGATED = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
@@ -172,6 +172,16 @@ def neg(f: Formula) -> Formula:
 
 def iff(a: Formula, b: Formula) -> Formula:
     return disj(conj(a, b), conj(neg(a), neg(b)))
+
+
+def substitute(f: Formula, mapping: dict) -> Formula:
+    """``f`` with symbols replaced per ``mapping`` (terms re-expanded; divisors substituted too)."""
+    if isinstance(f, Const) or not mapping:
+        return f
+    if isinstance(f, Rel):
+        divs = frozenset(sympy.expand(d.xreplace(mapping)) for d in f.divisors)
+        return rel(f.op, sympy.expand(f.lhs.xreplace(mapping)), sympy.expand(f.rhs.xreplace(mapping)), divs)
+    return (conj if isinstance(f, And) else disj)(*(substitute(a, mapping) for a in f.args))
 
 
 def relations(f: Formula) -> Iterator[Rel]:

@@ -190,8 +190,8 @@ def _reduce(problem: Problem, deadline: Deadline | None) -> Reduction:
             subs.append((x, replacement))
             del ranges[x]
             mapping = {x: replacement}
-            facts = [_substitute(f, mapping) for j, f in enumerate(facts) if j != i] + new_facts
-            goal = _substitute(goal, mapping)
+            facts = [F.substitute(f, mapping) for j, f in enumerate(facts) if j != i] + new_facts
+            goal = F.substitute(goal, mapping)
             changed = True
             break
         if not changed:
@@ -214,15 +214,6 @@ def _reduce(problem: Problem, deadline: Deadline | None) -> Reduction:
                                                      for s in ordered})
     infeasible = any(f == F.FALSE for f in facts)
     return Reduction(reduced, problem, subs, fired, infeasible)
-
-
-def _substitute(f: F.Formula, mapping: dict) -> F.Formula:
-    if isinstance(f, F.Const):
-        return f
-    if isinstance(f, F.Rel):
-        divs = frozenset(sympy.expand(d.xreplace(mapping)) for d in f.divisors)
-        return F.rel(f.op, sympy.expand(f.lhs.xreplace(mapping)), sympy.expand(f.rhs.xreplace(mapping)), divs)
-    return (F.conj if isinstance(f, F.And) else F.disj)(*(_substitute(a, mapping) for a in f.args))
 
 
 def _describe(fired: dict[str, int]) -> str:

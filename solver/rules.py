@@ -45,7 +45,12 @@ class Rule:
 
 def _int_poly_coeffs_ok(q: Expr) -> bool:
     """True when ``q`` is a polynomial with integer coefficients over its atoms."""
-    return all(c.is_Integer for c in sympy.Poly(q, *_generators(q)).coeffs()) if q.free_symbols else q.is_Integer
+    if not q.free_symbols:
+        return q.is_Integer
+    try:
+        return all(c.is_Integer for c in sympy.Poly(q, *_generators(q)).coeffs())
+    except sympy.PolynomialError:  # not a polynomial over its atoms (e.g. 1/x appeared)
+        return False
 
 
 def _generators(e: Expr):

@@ -9,7 +9,6 @@ since that means the strategy has a bug.
 """
 from __future__ import annotations
 
-import itertools
 import random
 import time
 import warnings
@@ -117,7 +116,13 @@ def run(strategy: Strategy, problem: Problem, deadline: Deadline) -> Verdict:
         return verdict(Status.PROVEN, "a range is empty, so the goal holds vacuously")
     if deadline.expired():
         return verdict(Status.UNKNOWN, "out of time before starting")
-    outcome = strategy.decide(problem, deadline)
+    try:
+        outcome = strategy.decide(problem, deadline)
+    except RecursionError:
+        return verdict(Status.UNKNOWN, "the terms are nested too deeply for this strategy")
+    except Exception as exc:  # a bug in one strategy must not take down the caller (tests turn this warning into a failure)
+        warnings.warn(f"strategy {strategy.name} failed on {problem.describe()}: {exc!r}", RuntimeWarning, stacklevel=2)
+        return verdict(Status.UNKNOWN, f"internal error in {strategy.name}: {type(exc).__name__}")
 
     if outcome.status is Status.REFUTED:
         point = {s: int(v) for s, v in (outcome.counterexample or {}).items()}
@@ -140,7 +145,3 @@ def run(strategy: Strategy, problem: Problem, deadline: Deadline) -> Verdict:
     return verdict(Status.UNKNOWN, outcome.reason)
 
 
-def product_points(problem: Problem, values_per_symbol: list[list[int]]):
-    """Every combination of the given per-symbol values, as points."""
-    for combo in itertools.product(*values_per_symbol):
-        yield dict(zip(problem.symbols, combo))

@@ -1,0 +1,405 @@
+"""The shape environment: owns every symbol and every decision about sizes.
+
+>>> env = ShapeEnv()
+>>> T = env.create_backed_symbol(50, Source("x.size(1)", "x", 1), declared=(2, 1024), dim_name="T")
+>>> env.evaluate(f"({T} % 4) != 0")          # true for the example (50), not provable: a guard
+True
+>>> env.evaluate(f"(1 + ({T} - {T} % 4) // 4) != (4 + {T} - {T} % 4)")   # proven: no guard
+True
+>>> [str(g.condition) for g in env.guards]
+['(s0 % 4) != 0']
+>>> report = env.produce_guards()
+>>> report.violations[0].counterexample
+{'T': 4}
+
+Decisions follow torch.export's documented rules (see tests/test_shape_env.py,
+which cites the documentation sentence behind each rule): sizes 0 and 1 in an
+example input become constants; other dynamic input dims get the range
+``[2, inf)`` intersected with the user's ``Dim``, with a declared minimum of 0
+or 1 kept as the user wrote it (for the program's input checks) while tracing
+assumes those sizes behave like 2; a question the solver cannot settle is
+decided by the example (a guard) for backed sizes and is a data-dependent
+error for unbacked ones.
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+
+from sympy import Expr, Integer, Symbol
+
+from shapeproof.solver import formula as F
+from shapeproof.solver.api import DEFAULT_TIMEOUT, prove
+from shapeproof.solver.evaluate import Undefined, _eval, truth
+from shapeproof.solver.parse import parse_condition, parse_term
+from shapeproof.solver.problem import Deadline
+from shapeproof.solver.rewrite import Normalizer
+from shapeproof.solver.terms import FloorDiv, term_str
+from shapeproof.solver.tight import TightBounds
+from shapeproof.solver.verdict import Verdict
+
+from .errors import CheckFailed, DataDependentError, InputOutOfRange
+from .graph import DependencyGraph
+from .knowledge import Knowledge
+from .provenance import Provenance, capture
+from .records import Guard, Query, RuntimeAssert
+from .symbols import Range, Source, SymbolInfo, span_str
+
+__all__ = ["ShapeEnv"]
+
+
+def _as_condition(cond) -> F.Formula:
+    return cond if isinstance(cond, F.Formula) else parse_condition(cond)
+
+
+def _as_term(expr) -> Expr:
+    return parse_term(expr)
+
+
+class ShapeEnv:
+    """Symbols, ranges, learned facts, guards and runtime asserts of one trace.
+
+    ``strategy``/``timeout`` choose the solver for every question (see
+    ``shapeproof.solver.prove``).  ``specialize_zero_one`` mirrors torch's
+    setting of the same name.
+    """
+
+    def __init__(self, strategy="cascade", timeout: float = DEFAULT_TIMEOUT, specialize_zero_one: bool = True,
+                 log_queries: bool = True):
+        self.strategy = strategy
+        self.timeout = timeout
+        self.specialize_zero_one = specialize_zero_one
+        self.log_queries = log_queries
+        self.symbols: dict[Symbol, SymbolInfo] = {}
+        self.ranges: dict[Symbol, Range] = {}          # current ranges of the symbols still in use
+        self.knowledge = Knowledge()
+        self.guards: list[Guard] = []
+        self.runtime_asserts: list[RuntimeAssert] = []
+        self.queries: list[Query] = []
+        self.notes: list[str] = []
+        self.specialized: list[tuple[Source, int, Range]] = []   # dims declared dynamic whose example was 0/1
+        self.graph = DependencyGraph()
+        self.derived: dict[Symbol, Expr] = {}          # symbol introduced by divisibility -> its value in inputs
+        self._order = itertools.count()
+        self._created: dict[Symbol, int] = {}
+        self._oblivious = 0
+        self._by_dim_name: dict[str, Symbol] = {}
+
+    # ------------------------------------------------------------------ symbols
+    def create_backed_symbol(self, hint: int, source: Source | str, declared: Range | None = None,
+                             name: str | None = None, dim_name: str | None = None, dynamic: bool = True) -> Expr:
+        """A symbol for an input size whose example value is ``hint``.
+
+        Returns a constant instead when the dim is static or, like torch.export,
+        when the example size is 0 or 1 (noted in ``notes``; a dim the user
+        declared dynamic is also reported by ``produce_guards``).
+        """
+        source = source if isinstance(source, Source) else Source(source)
+        if not dynamic:
+            return Integer(hint)
+        lo, hi = declared if declared is not None else (None, None)
+        if (lo is not None and hint < lo) or (hi is not None and hint > hi):
+            raise InputOutOfRange(f"the example input has {source} = {hint}, outside the declared range "
+                                  f"{span_str((lo, hi))}" + (f" of {dim_name}" if dim_name else ""))
+        if hint in (0, 1) and self.specialize_zero_one:
+            self.notes.append(f"{source} is {hint} in the example input, so it is specialized to the constant "
+                              f"{hint} (torch.export treats example sizes 0 and 1 as static); "
+                              f"use an example with {source} >= 2 to keep it dynamic")
+            if declared is not None:
+                self.specialized.append((source, hint, (lo, hi)))
+            return Integer(hint)
+        if dim_name is not None and dim_name in self._by_dim_name:
+            existing = self.symbols[self._by_dim_name[dim_name]]
+            existing.sources.append(source)
+            self.graph.add_symbol(existing.symbol, source.path)
+            return self._current(existing.symbol)
+        sym = Symbol(name or f"s{len(self.symbols)}", integer=True)
+        declared = (lo if lo is not None else 0, hi)
+        tracing_lo = max(2, declared[0]) if self.specialize_zero_one else declared[0]
+        info = SymbolInfo(sym, True, hint, [source], declared, (tracing_lo, hi), size_like=True, dim_name=dim_name)
+        if declared[0] < tracing_lo:
+            info.notes.append(f"sizes {declared[0]}..{tracing_lo - 1} are allowed by the spec and assumed to behave "
+                              f"like size {tracing_lo} (torch.export's 0/1 convention)")
+        self._register(info, source.path)
+        if dim_name is not None:
+            self._by_dim_name[dim_name] = sym
+        return sym
+
+    def create_unbacked_symbol(self, source: Source | str, size_like: bool = False, name: str | None = None,
+                               where: Provenance | None = None) -> Symbol:
+        """A symbol for a size that depends on data (``.item()``, ``nonzero``): no example value."""
+        source = source if isinstance(source, Source) else Source(source)
+        if source.where is None:
+            source = Source(source.path, source.input, source.dim, source.op, where or capture(source.op))
+        count = sum(1 for i in self.symbols.values() if not i.backed)
+        sym = Symbol(name or f"u{count}", integer=True)
+        span = (0, None) if size_like else (None, None)
+        self._register(SymbolInfo(sym, False, None, [source], span, span, size_like=size_like), None)
+        return sym
+
+    def _register(self, info: SymbolInfo, input_path: str | None) -> None:
+        self.symbols[info.symbol] = info
+        self.ranges[info.symbol] = info.range
+        self._created[info.symbol] = next(self._order)
+        self.graph.add_symbol(info.symbol, input_path)
+
+    def initial_range(self, sym: Symbol) -> Range:
+        """The range reasoning started from (declared, raised to 2 for backed input dims)."""
+        return self.symbols[sym].range
+
+    def mark_size_like(self, sym: Symbol, where: Provenance | None = None) -> None:
+        """``torch._check_is_size``: the symbol is a size, so ``>= 0``, and >= 2 in size-oblivious checks."""
+        sym = self._current(sym)
+        if isinstance(sym, Symbol) and sym in self.symbols:
+            self.symbols[sym].size_like = True
+        self.check(F.ge(sym, 0), where=where, message="size-like")
+
+    def relate(self, sym: Symbol, value) -> None:
+        """Declare ``sym == value`` (a derived dim such as ``H = 2*h``), eliminating ``sym``."""
+        value = self.knowledge.term(_as_term(value))
+        self._learn(F.eq(sym, value))
+
+    def _current(self, term):
+        return self.knowledge.term(term) if isinstance(term, Expr) else term
+
+    # --------------------------------------------------------------- questions
+    def hint(self, expr) -> int | None:
+        """The example value of ``expr``, or None when it involves data-dependent sizes."""
+        term = self.knowledge.term(_as_term(expr))
+        env = self._hint_env(term.free_symbols)
+        if env is None:
+            return None
+        try:
+            return _eval(term, env, {})
+        except Undefined:
+            return None
+
+    def _hint_env(self, syms) -> dict | None:
+        env = {}
+        for s in syms:
+            info = self.symbols.get(s)
+            if info is None or info.hint is None:
+                return None
+            env[s] = info.hint
+        return env
+
+    def _hint_truth(self, cond: F.Formula) -> bool | None:
+        env = self._hint_env(cond.free_symbols)
+        return None if env is None else truth(cond, env)
+
+    def bound(self, expr) -> Range:
+        """Interval of ``expr`` over the current ranges, after normalization."""
+        term = self.knowledge.term(_as_term(expr))
+        bounds = TightBounds(self.ranges)
+        iv = bounds.tight(Normalizer(bounds, Deadline(self.timeout))(term))
+        return (None, None) if iv is None else (_finite(iv.lo), _finite(iv.hi))
+
+    def simplify(self, expr) -> Expr:
+        term = self.knowledge.term(_as_term(expr))
+        return Normalizer(TightBounds(self.ranges), Deadline(self.timeout))(term)
+
+    def statically_known(self, cond, size_oblivious: bool = False) -> bool | None:
+        """True/False when provable from what is known, else None; never records anything."""
+        c = self.knowledge.condition(_as_condition(cond))
+        return self._decide(c, None, "static", size_oblivious or self._oblivious > 0)
+
+    @contextlib.contextmanager
+    def size_oblivious(self):
+        """Decide framework-internal checks as if every size-like symbol were >= 2 (no guards on 0/1)."""
+        self._oblivious += 1
+        try:
+            yield
+        finally:
+            self._oblivious -= 1
+
+    def evaluate(self, cond, where: Provenance | None = None, size_oblivious: bool = False,
+                 fallback: bool | None = None) -> bool:
+        """The value of ``cond`` for this trace, recording a guard when the example had to decide.
+
+        Proven (or disproven) from what is known: no guard.  Otherwise, backed
+        sizes follow the example and the chosen branch becomes a guard; an
+        undecidable condition on data-dependent sizes returns ``fallback`` if
+        given (torch's ``guard_or_false``/``guard_or_true``) or raises
+        ``DataDependentError``.
+        """
+        asked = _as_condition(cond)
+        c = self.knowledge.condition(asked)
+        if isinstance(c, F.Const):
+            return c.value
+        oblivious = size_oblivious or self._oblivious > 0
+        hint = self._hint_truth(c)
+        if hint is None and self._hint_env(c.free_symbols) is not None:
+            raise ZeroDivisionError(f"{self.render(c)} divides by zero for the example inputs")
+        if oblivious:
+            decided = self._decide(c, None, "size_oblivious", True)
+            if decided is not None:
+                return decided
+        decided = self._decide(c, hint, "evaluate", False)
+        if decided is not None:
+            return decided
+        if hint is None:
+            if fallback is not None:
+                return fallback
+            raise self._data_dependent_error(c, where)
+        self._record_guard(c if hint else F.neg(c), asked, where, oblivious)
+        return hint
+
+    def check(self, cond, where: Provenance | None = None, message: str = "") -> None:
+        """``torch._check(cond)``: an assertion the user makes; it becomes a fact for every later question.
+
+        Over backed sizes only, it must hold for the example and is recorded as
+        a guard (an assumption about the inputs that ``produce_guards`` checks
+        against the declared ranges).  With data-dependent sizes it becomes a
+        runtime assert of the exported program.
+        """
+        asked = _as_condition(cond)
+        c = self.knowledge.condition(asked)
+        if c == F.TRUE:
+            return
+        if c == F.FALSE:
+            raise CheckFailed(f"torch._check({asked}) can never hold" + (f": {message}" if message else ""))
+        hint = self._hint_truth(c)
+        if hint is False:
+            raise CheckFailed(f"torch._check({self.render(c)}) is false for the example inputs"
+                              + (f": {message}" if message else ""))
+        if self._decide(c, True, "check", False):
+            return
+        if hint is True:
+            self._record_guard(c, asked, where, False, from_check=True)
+            return
+        if self._decide(F.neg(c), True, "check", False):
+            raise CheckFailed(f"torch._check({self.render(c)}) can never hold given what is known"
+                              + (f": {message}" if message else ""))
+        ra = RuntimeAssert(len(self.runtime_asserts), c, where or capture(), message)
+        self.runtime_asserts.append(ra)
+        self.graph.add_condition("assert", ra.index, c.free_symbols)
+        self._learn(c)
+
+    # --------------------------------------------------------------- deciding
+    def _ranges_for(self, syms, oblivious: bool) -> dict:
+        ranges = {}
+        for s in syms:
+            lo, hi = self.ranges.get(s, (None, None))
+            info = self.symbols.get(s)
+            if oblivious and info is not None and info.size_like:
+                lo = 2 if lo is None else max(lo, 2)
+            ranges[s] = (lo, hi)
+        return ranges
+
+    def _solve(self, goal: F.Formula, purpose: str, oblivious: bool) -> Verdict:
+        facts = self.knowledge.relevant_facts(goal)
+        syms = set(goal.free_symbols).union(*(f.free_symbols for f in facts))
+        ranges = self._ranges_for(syms, oblivious)
+        verdict = prove(goal, ranges=ranges, facts=facts, strategy=self.strategy, timeout=self.timeout)
+        if self.log_queries:
+            self.queries.append(Query(goal, facts, {s.name: r for s, r in ranges.items()}, verdict.strategy,
+                                      verdict.status.value, verdict.seconds, purpose))
+        return verdict
+
+    def _decide(self, c: F.Formula, hint: bool | None, purpose: str, oblivious: bool) -> bool | None:
+        """Prove ``c`` or its negation; with a hint only the direction the hint allows can succeed."""
+        if isinstance(c, F.Const):
+            return c.value
+        if hint is not False and self._solve(c, purpose, oblivious).proven:
+            return True
+        if hint is not True and self._solve(F.neg(c), purpose, oblivious).proven:
+            return False
+        return None
+
+    # --------------------------------------------------------------- learning
+    def _record_guard(self, condition: F.Formula, asked: F.Formula, where, oblivious: bool,
+                      from_check: bool = False) -> Guard:
+        guard = Guard(len(self.guards), condition, asked, where or capture(), oblivious, from_check)
+        self.guards.append(guard)
+        self.graph.add_condition("guard", guard.index, condition.free_symbols)
+        self._learn(condition)
+        return guard
+
+    def _learn(self, fact: F.Formula) -> None:
+        fact = self.knowledge.condition(fact)
+        learned = self.knowledge.classify(fact, self.ranges, self._prefer_eliminating)
+        if learned.kind == "divisibility":
+            x, c = learned.symbol, learned.divisor
+            k = self._derive(x, c)
+            self.knowledge.eliminate(x, c * k, self.ranges)
+        elif learned.kind == "substitution":
+            self.knowledge.eliminate(learned.symbol, learned.replacement, self.ranges)
+            for s in learned.replacement.free_symbols:
+                self.graph.add_derivation(learned.symbol, s)
+        elif learned.kind == "fact":
+            self.knowledge.add_fact(fact, self.ranges)
+
+    def _derive(self, x: Symbol, c: int) -> Symbol:
+        """A symbol ``k`` with ``x == c*k`` (``x`` is divisible by ``c``)."""
+        info = self.symbols[x]
+        lo, hi = self.ranges.get(x, info.range)
+        k = Symbol(f"{x.name}_{c}", integer=True)
+        span = (None if lo is None else -((-lo) // c), None if hi is None else hi // c)
+        hint = None if info.hint is None else info.hint // c
+        label = f"{info.label} / {c}"
+        derived = SymbolInfo(k, info.backed, hint, [Source(label)], span, span, info.size_like)
+        self._register(derived, None)
+        self.graph.add_derivation(x, k)
+        self.derived[k] = FloorDiv(x, c)
+        return k
+
+    def _prefer_eliminating(self, candidates: list[Symbol]) -> Symbol | None:
+        """Eliminate a data-dependent symbol before a backed one, else the newest symbol."""
+        known = [s for s in candidates if s in self.symbols]
+        if not known:
+            return None
+        return max(known, key=lambda s: (not self.symbols[s].backed, self._created[s]))
+
+    # --------------------------------------------------------------- messages
+    def label_map(self) -> dict[Symbol, Symbol]:
+        """Symbol -> a symbol named for what the user sees (Dim name or source path)."""
+        out = {}
+        for sym, info in self.symbols.items():
+            out[sym] = Symbol(info.label, integer=True)
+        for k, value in self.derived.items():
+            out[k] = Symbol(f"({_render_term(value, out)})", integer=True)
+        return out
+
+    def render(self, f) -> str:
+        """Text of a condition or term in the user's names."""
+        mapping = self.label_map()
+        if isinstance(f, F.Formula):
+            return str(F.substitute(f, {s: mapping[s] for s in f.free_symbols if s in mapping}))
+        return _render_term(f, mapping)
+
+    def _data_dependent_error(self, c: F.Formula, where: Provenance | None) -> DataDependentError:
+        where = where or capture()
+        unbacked = [s for s in sorted(c.free_symbols, key=lambda s: s.name)
+                    if s in self.symbols and not self.symbols[s].backed]
+        origins = {}
+        for s in unbacked:
+            src = self.symbols[s].sources[0]
+            origins[s.name] = f"{src.path}" + (f", created at {src.where}" if src.where and src.where.frame else "")
+        text = str(c)
+        suggestions = [f"torch._check({text})", f"torch._check({F.neg(c)})"]
+        lines = [f"Could not decide `{text}` while tracing: it depends on data (unbacked sizes)."]
+        lines += [f"  {name} = {origin}" for name, origin in origins.items()]
+        if where.frame is not None:
+            lines.append(f"  asked at {where}")
+        lines.append("If you know which way it goes, say so before that line so tracing can continue:")
+        lines += [f"  {s}" for s in suggestions]
+        return DataDependentError("\n".join(lines), text, origins, suggestions, where)
+
+    # --------------------------------------------------------------- reporting
+    def produce_guards(self, strategy=None, timeout: float | None = None):
+        """Check every guard against the declared ranges; see ``report.GuardReport``."""
+        from .report import produce_guards
+        return produce_guards(self, strategy or self.strategy, timeout or self.timeout)
+
+    def explain(self, item):
+        """Structured and readable explanation of a guard, violation or runtime assert."""
+        from .explain import explain
+        return explain(self, item)
+
+
+def _finite(value):
+    return None if value in (float("inf"), float("-inf")) else int(value)
+
+
+def _render_term(term: Expr, mapping: dict) -> str:
+    return term_str(term.xreplace({s: mapping[s] for s in term.free_symbols if s in mapping}))

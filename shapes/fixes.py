@@ -1,0 +1,184 @@
+"""Concrete fixes for a guard that does not hold over the declared ranges.
+
+Every suggested fix is *verified*: the guard is proven under the changed
+spec before it is offered, so following a suggestion cannot lead to the same
+failure (torch's suggestions sometimes do: baseline.md lists fixes that
+"still fail" and derived dims with a negative minimum).
+
+Kinds: ``range`` (a tighter ``Dim(min, max)`` around the example), ``multiple``
+(a derived dim ``m*Dim(...) + r``), ``equal`` (two dims are the same ``Dim``),
+``static`` (the model only works for one size) and ``rewrite`` (the guard
+comes from a Python branch on a size; change the code or export with
+``split=True``), the last one advice rather than a verified spec change.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sympy import Integer, Symbol
+
+from shapeproof.solver import formula as F
+from shapeproof.solver.api import prove
+from shapeproof.solver.enumerate import holds_along
+from shapeproof.solver.terms import Mod
+
+__all__ = ["Fix", "suggest_fixes"]
+
+_ENUMERATE_LIMIT = 2_000_000
+_MAX_MODULUS = 64
+
+
+@dataclass(frozen=True)
+class Fix:
+    kind: str                      # "range", "multiple", "equal", "static", "rewrite"
+    dim: str                       # the Dim (or input dim) it changes
+    description: str
+    min: int | None = None         # range: the new bounds; multiple: bounds of the new root dim
+    max: int | None = None
+    modulus: int | None = None     # multiple: dim = modulus*root + remainder
+    remainder: int = 0
+    other: str | None = None       # equal: the dim it must equal
+    value: int | None = None       # static: the only size that works
+    kept: float | None = None      # fraction of the declared range the fix keeps
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+def _spec(name: str, lo, hi) -> str:
+    args = [repr(name)] + ([f"min={lo}"] if lo is not None else []) + ([f"max={hi}"] if hi is not None else [])
+    return f"Dim({', '.join(args)})"
+
+
+def _size(lo, hi) -> int | None:
+    return None if lo is None or hi is None else hi - lo + 1
+
+
+def _kept(lo, hi, declared) -> float | None:
+    total = _size(*declared)
+    part = _size(lo, hi)
+    return None if total is None or part is None or total == 0 else part / total
+
+
+def _holds(goal: F.Formula, ranges: dict, facts=(), timeout: float = 1.0) -> bool:
+    return prove(goal, ranges=ranges, facts=facts, timeout=timeout).proven
+
+
+def _interval_fix(guard: F.Formula, sym: Symbol, hint: int, lo, hi, timeout) -> tuple | None:
+    """Largest ``[a, b]`` around ``hint`` inside ``[lo, hi]`` where ``guard`` holds everywhere."""
+    if lo is not None and hi is not None and hi - lo < _ENUMERATE_LIMIT:
+        try:
+            mask = holds_along(guard, sym, lo, hi)
+        except OverflowError:
+            mask = None
+        if mask is not None:
+            i = hint - lo
+            if not mask[i]:
+                return None
+            failing_below = np.flatnonzero(~mask[:i])
+            failing_above = np.flatnonzero(~mask[i:])
+            a = lo + (failing_below[-1] + 1 if len(failing_below) else 0)
+            b = lo + i + (failing_above[0] - 1 if len(failing_above) else len(mask) - 1 - i)
+            return int(a), int(b)
+
+    def holds_on(a, b) -> bool:
+        return _holds(guard, {sym: (a, b)}, timeout=timeout)
+
+    # binary searches on monotone predicates: "holds on [a, hint]" and "holds on [hint, b]"
+    if holds_on(lo, hint):
+        a = lo
+    else:
+        good, bad = hint, lo if lo is not None else hint - 2 ** 40
+        while good - bad > 1:
+            mid = (good + bad) // 2
+            good, bad = (mid, bad) if holds_on(mid, hint) else (good, mid)
+        a = good
+    if holds_on(hint, hi):
+        b = hi
+    else:
+        good, bad = hint, hi if hi is not None else hint + 2 ** 40
+        while bad - good > 1:
+            mid = (good + bad) // 2
+            good, bad = (mid, bad) if holds_on(hint, mid) else (good, mid)
+        b = good
+    return (a, b) if holds_on(a, b) else None
+
+
+def _multiple_fix(guard: F.Formula, sym: Symbol, hint: int, lo, hi, timeout) -> tuple | None:
+    """Smallest ``m`` such that the guard holds on every ``x == hint (mod m)`` in range."""
+    for m in range(2, _MAX_MODULUS + 1):
+        r = hint % m
+        congruent = F.eq(Mod(sym, m), r)
+        if _holds(guard, {sym: (lo, hi)}, facts=(congruent,), timeout=timeout):
+            return m, r
+    return None
+
+
+def _single_symbol_fixes(env, label: str, guard: F.Formula, sym: Symbol, timeout) -> list[Fix]:
+    info = env.symbols[sym]
+    lo, hi = info.range
+    hint = info.hint
+    declared = info.declared
+    fixes: list[Fix] = []
+    if hint is None:
+        return fixes
+    interval = _interval_fix(guard, sym, hint, lo, hi, timeout)
+    if interval is not None:
+        a, b = interval
+        if a == b:
+            fixes.append(Fix("static", label, f"{label} only works as {a}: make it static (drop it from "
+                             f"dynamic_shapes) or change the code that needs {label} == {a}", value=a,
+                             kept=_kept(a, b, declared)))
+        else:
+            fixes.append(Fix("range", label, f"{label} = {_spec(label, a, b)}", min=a, max=b,
+                             kept=_kept(a, b, declared)))
+    range_kept = _kept(*interval, declared) if interval else 0.0
+    multiple = _multiple_fix(guard, sym, hint, lo, hi, timeout)
+    if multiple is not None:
+        m, r = multiple
+        root = f"{label}_{m}"
+        root_lo = None if lo is None else -((-(lo - r)) // m)
+        root_hi = None if hi is None else (hi - r) // m
+        kept = None if declared[1] is None else (root_hi - root_lo + 1) / _size(*declared)
+        if range_kept is None or kept is None or kept > range_kept:
+            tail = f" + {r}" if r else ""
+            fixes.append(Fix("multiple", label, f"{label} = {m}*{_spec(root, root_lo, root_hi)}{tail}",
+                             min=root_lo, max=root_hi, modulus=m, remainder=r, kept=kept))
+    return fixes
+
+
+def _equality_fix(env, labels: dict, guard: F.Formula, syms: list[Symbol], timeout) -> list[Fix]:
+    a, b = syms
+    ranges = {s: env.symbols[s].range for s in syms}
+    same = F.eq(a, b)
+    if _holds(guard, ranges, facts=(same,), timeout=timeout) and _holds(same, ranges, facts=(guard,), timeout=timeout):
+        return [Fix("equal", labels[a], f"use one Dim for {labels[a]} and {labels[b]} (they must be equal)",
+                    other=labels[b])]
+    return []
+
+
+_BRANCH_WORDS = ("if ", "elif ", "while ", " if ", "assert ")
+
+
+def _rewrite_fix(label: str, guard) -> list[Fix]:
+    frame = guard.where.frame if guard.where is not None else None
+    if frame is None or not any(word in f" {frame.code}" for word in _BRANCH_WORDS):
+        return []
+    return [Fix("rewrite", label, f"the guard comes from a Python branch on a size at {frame.short} "
+                f"(`{frame.code}`): export with split=True to keep both branches, or compute the size "
+                "without a branch (e.g. pad = (-T) % N instead of `if T % N != 0`)")]
+
+
+def suggest_fixes(env, guard, lifted: F.Formula, timeout: float = 1.0) -> list[Fix]:
+    """Verified fixes for ``guard`` (whose condition, over input symbols, is ``lifted``)."""
+    syms = sorted(lifted.free_symbols, key=lambda s: s.name)
+    labels = {s: env.symbols[s].label for s in syms}
+    fixes: list[Fix] = []
+    if len(syms) == 1:
+        fixes += _single_symbol_fixes(env, labels[syms[0]], lifted, syms[0], timeout)
+    elif len(syms) == 2:
+        fixes += _equality_fix(env, labels, lifted, syms, timeout)
+    if syms:
+        fixes += _rewrite_fix(labels[syms[0]], guard)
+    return fixes

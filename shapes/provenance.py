@@ -1,0 +1,91 @@
+"""Where a decision came from: the user's source line and the operation running there.
+
+Explanations lead with what the user controls, so every guard, runtime
+assert and unbacked symbol carries the innermost stack frame that belongs to
+the user's code (not to torch, shapeproof or the standard library), plus the
+name of the operation being traced when the question was asked.
+"""
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+import sysconfig
+from dataclasses import dataclass, field
+
+__all__ = ["Frame", "Provenance", "capture"]
+
+_LIBRARY_ROOTS = tuple(
+    os.path.normcase(os.path.abspath(p)) + os.sep
+    for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+)
+_PACKAGE_ROOT = os.path.normcase(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The engine's own layers; tests, benchmarks and bundled example models count as user code.
+_ENGINE_ROOTS = tuple(os.path.join(_PACKAGE_ROOT, layer) + os.sep for layer in ("solver", "shapes", "tracer", "export"))
+# Library code that users write models with still counts as "theirs" when it
+# is a model definition (transformers' modeling files are what users read).
+_USER_LIBRARIES = ("transformers" + os.sep,)
+
+
+@dataclass(frozen=True)
+class Frame:
+    filename: str
+    lineno: int
+    function: str
+    code: str
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.lineno} in {self.function}: {self.code}"
+
+    @property
+    def short(self) -> str:
+        return f"{os.path.basename(self.filename)}:{self.lineno}"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """The user frame (innermost first) and the op that asked, e.g. ``aten.view.default``."""
+
+    frame: Frame | None = None
+    op: str | None = None
+    stack: tuple[Frame, ...] = field(default=(), compare=False)
+
+    def __str__(self) -> str:
+        parts = []
+        if self.frame is not None:
+            parts.append(f"{self.frame.short} ({self.frame.function}): {self.frame.code}")
+        if self.op:
+            parts.append(f"in {self.op}")
+        return " ".join(parts) or "unknown location"
+
+    def to_dict(self) -> dict:
+        f = self.frame
+        return {
+            "file": f.filename if f else None, "line": f.lineno if f else None,
+            "function": f.function if f else None, "code": f.code if f else None, "op": self.op,
+        }
+
+
+def _is_user_file(filename: str) -> bool:
+    path = os.path.normcase(os.path.abspath(filename))
+    if filename.startswith("<") and not filename.startswith("<doctest"):
+        return False
+    if path.startswith(_ENGINE_ROOTS):
+        return False
+    if any(path.startswith(root) for root in _LIBRARY_ROOTS):
+        rest = next(path[len(root):] for root in _LIBRARY_ROOTS if path.startswith(root))
+        return rest.startswith(_USER_LIBRARIES) and os.sep + "modeling" in path
+    return True
+
+
+def capture(op: str | None = None, depth: int = 6, start=None) -> Provenance:
+    """Provenance of the current call: the innermost ``depth`` user frames."""
+    frame = start if start is not None else sys._getframe(1)
+    frames: list[Frame] = []
+    while frame is not None and len(frames) < depth:
+        filename = frame.f_code.co_filename
+        if _is_user_file(filename):
+            code = linecache.getline(filename, frame.f_lineno).strip()
+            frames.append(Frame(filename, frame.f_lineno, frame.f_code.co_name, code))
+        frame = frame.f_back
+    return Provenance(frames[0] if frames else None, op, tuple(frames))

@@ -1,0 +1,200 @@
+"""The shape environment, rule by rule, against documented torch.export behaviour.
+
+Each test quotes the documentation sentence it follows (torch 2.13 docstrings
+in the installed wheel, or the dynamic-shapes pages of docs.pytorch.org).
+"""
+import pytest
+from shapeproof.shapes import CheckFailed, DataDependentError, InputOutOfRange, ShapeEnv, Source
+from shapeproof.solver import parse_condition
+
+
+def dim(env, hint, path="x.size(1)", declared=None, name=None):
+    return env.create_backed_symbol(hint, Source(path, path.split(".")[0], 1), declared=declared, dim_name=name)
+
+
+# --- symbols and ranges ---------------------------------------------------------
+
+def test_example_sizes_0_and_1_become_constants():
+    """docs.pytorch.org, "The Zero-One Specialization Problem": "we specialize automatically on
+    inputs with sizes 0 or 1 and assume that any remaining inputs cannot be 0 or 1"."""
+    env = ShapeEnv()
+    assert dim(env, 1) == 1 and dim(env, 0, "y.size(0)") == 0
+    assert any("specialized to the constant 1" in note for note in env.notes)
+    # a dim the user declared dynamic but gave as 1 in the example is reported, not silently static
+    named = dim(env, 1, "z.size(0)", declared=(1, 64), name="B")
+    assert named == 1
+    assert env.produce_guards().specialized and not env.produce_guards().ok
+
+
+def test_dynamic_dims_get_2_to_infinity():
+    """Same sentence: the remaining inputs are assumed not to be 0 or 1, i.e. range [2, inf)."""
+    env = ShapeEnv()
+    s = dim(env, 7)
+    assert env.ranges[s] == (2, None)
+    assert env.evaluate(f"{s} != 1") and env.evaluate(f"{s} >= 2")
+    assert env.guards == []   # decided by the range, no guard
+
+
+def test_declared_min_0_or_1_is_kept_as_written():
+    """torch.export.Dim docstring: "By marking a dimension with a Dim, the compiler associates the
+    dimension with a symbolic integer containing a dynamic range." The declared range is kept for
+    the program's input checks; tracing assumes sizes 0/1 behave like 2 and says so."""
+    env = ShapeEnv()
+    b = dim(env, 4, "x.size(0)", declared=(1, 8), name="B")
+    info = env.symbols[b]
+    assert info.declared == (1, 8) and info.range == (2, 8)
+    assert any("assumed to behave like size 2" in n for n in info.notes)
+    assert env.evaluate(f"{b} != 1")          # the 0/1 assumption decides this without a guard...
+    env.evaluate(f"{b} % 2 == 0")              # ...but a real guard that also fails at 1 is reported
+    report = env.produce_guards()
+    assert [v.counterexample for v in report.violations] == [{"B": 3}]
+
+
+def test_example_outside_declared_range_is_an_error():
+    """Dim docstring: "Named Dims provide a stricter way of specifying dynamism, where exceptions are
+    raised if the compiler infers constraints that do not match the user specification.\""""
+    with pytest.raises(InputOutOfRange, match="outside the declared range"):
+        dim(ShapeEnv(), 9000, declared=(2, 4096), name="T")
+
+
+def test_guard_narrower_than_the_dim_is_a_violation_with_a_verified_fix():
+    """Same sentence: a guard the declared range does not satisfy raises, here with the counterexample."""
+    env = ShapeEnv()
+    t = dim(env, 100, declared=(2, 1024), name="T")
+    assert env.evaluate(f"{t} >= 5")
+    (violation,) = env.produce_guards().violations
+    assert violation.counterexample == {"T": 2}
+    (fix,) = [f for f in violation.fixes if f.kind == "range"]
+    assert (fix.min, fix.max) == (5, 1024)
+
+
+def test_derived_dims_are_substituted():
+    """Dim docstring: "Named Dims also allow specification of relationships between dimensions, up to
+    univariate linear relations.\""""
+    env = ShapeEnv()
+    h = env.create_backed_symbol(32, Source("h"), declared=(2, 256), dim_name="h")
+    H = dim(env, 64, "x.size(2)", declared=(4, 512))
+    env.relate(H, f"2*{h}")
+    assert env.evaluate(f"{H} % 2 == 0") and env.evaluate(f"{H} // 2 == {h}")
+    assert env.guards == []
+
+
+def test_same_dim_name_is_the_same_symbol():
+    """Dim docstring example: the same ``s0`` for ``x`` dim 1 and ``y`` dim 0 declares them equal."""
+    env = ShapeEnv()
+    a = dim(env, 8, "x.size(1)", declared=(2, 64), name="s0")
+    b = dim(env, 8, "y.size(0)", declared=(2, 64), name="s0")
+    assert a == b
+    assert env.evaluate(f"{a} == {b}") and env.guards == []
+    assert sorted(src.path for src in env.symbols[a].sources) == ["x.size(1)", "y.size(0)"]
+
+
+# --- decisions ------------------------------------------------------------------------
+
+def test_backed_undecidable_follows_the_example_and_records_a_guard():
+    env = ShapeEnv()
+    t = dim(env, 50, declared=(2, 1024), name="T")
+    assert env.evaluate(f"{t} % 4 != 0") is True
+    assert env.evaluate(f"{t} % 4 == 0") is False        # now implied by the guard: no second guard
+    assert len(env.guards) == 1
+    assert env.guards[0].where.frame.filename == __file__   # provenance: this test's line
+    assert "t} % 4 != 0" in env.guards[0].where.frame.code
+
+
+def test_unbacked_undecidable_is_a_data_dependent_error():
+    """torch 2.13 raises GuardOnDataDependentSymNode: "Could not guard on data-dependent expression";
+    the error here names the symbol, where it came from, and the torch._check calls that unblock it."""
+    env = ShapeEnv()
+    u = env.create_unbacked_symbol(Source("nonzero(x).size(0)", op="aten.nonzero.default"))
+    with pytest.raises(DataDependentError) as err:
+        env.evaluate(f"{u} > 5")
+    text = str(err.value)
+    assert "nonzero(x).size(0)" in text and "u0 > 5" in text
+    assert "torch._check(u0 > 5)" in err.value.suggestions and "torch._check(u0 <= 5)" in err.value.suggestions
+
+
+def test_guard_or_false_returns_the_fallback_without_a_guard():
+    """symbolic_shapes.guard_or_false docstring: "Try to guard a, if data dependent error encountered
+    just return false.\""""
+    env = ShapeEnv()
+    u = env.create_unbacked_symbol("u")
+    assert env.evaluate(f"{u} == 1", fallback=False) is False
+    assert env.guards == [] and env.runtime_asserts == []
+
+
+def test_check_adds_a_fact_refines_the_range_and_records_a_runtime_assert():
+    """torch._check docstring: "Throws error containing an optional message if the specified condition
+    is False." For data-dependent sizes it becomes a runtime assert and a fact for later questions."""
+    env = ShapeEnv()
+    u = env.create_unbacked_symbol("item()")
+    env.check(f"{u} >= 4")
+    assert env.ranges[u] == (4, None)
+    assert env.evaluate(f"{u} >= 2") is True       # now decidable, no error
+    assert [str(a.condition) for a in env.runtime_asserts] == ["u0 >= 4"]
+    with pytest.raises(CheckFailed):
+        env.check(f"{u} < 3")                        # contradicts what is known
+
+
+def test_check_on_backed_sizes_must_hold_for_the_example():
+    env = ShapeEnv()
+    t = dim(env, 10, declared=(2, 100), name="T")
+    with pytest.raises(CheckFailed, match="false for the example"):
+        env.check(f"{t} % 4 == 0")
+    env.check(f"{t} % 2 == 0")                     # holds for 10: becomes an input assumption
+    assert env.guards[-1].from_check
+    assert env.produce_guards().violations[0].counterexample == {"T": 3}
+
+
+def test_size_oblivious_treats_size_like_symbols_as_at_least_2():
+    """torch._check_is_size docstring: it opts "into alternate semantics for guard_size_oblivious tests
+    that treat values 0 and 1 equivalently to all other values.\""""
+    env = ShapeEnv()
+    u = env.create_unbacked_symbol("nonzero(x).size(0)")
+    env.mark_size_like(u)
+    assert env.ranges[u] == (0, None)
+    with pytest.raises(DataDependentError):
+        env.evaluate(f"{u} == 1")
+    with env.size_oblivious():
+        assert env.evaluate(f"{u} == 1") is False
+        assert env.evaluate(f"{u} * 3 >= 6") is True
+    assert env.guards == []                         # no guard that would exclude sizes 0 and 1
+
+
+def test_equalities_substitute_symbols():
+    env = ShapeEnv()
+    a = dim(env, 6, "x.size(0)", declared=(2, 64), name="A")
+    b = dim(env, 6, "y.size(0)", declared=(2, 64), name="B")
+    assert env.evaluate(f"{a} == {b}") is True        # broadcasting-style guard
+    assert env.evaluate(f"{a} + {b} == 2*{a}") is True
+    assert len(env.guards) == 1 and b in env.knowledge.replacements
+    (violation,) = env.produce_guards().violations
+    assert any(f.kind == "equal" and {f.dim, f.other} == {"A", "B"} for f in violation.fixes)
+    assert env.graph.inputs_of({a}) == ["x.size(0)", "y.size(0)"]
+
+
+@pytest.mark.parametrize("fact", ["{x} % 8 == 0", "{x} == 8*({x} // 8)"])
+def test_divisibility_introduces_a_multiple(fact):
+    """``view``/``reshape`` emit ``x == 8*(x // 8)``; both forms must teach ``x = 8*k``."""
+    env = ShapeEnv()
+    x = dim(env, 64, declared=(8, 4096), name="T")
+    assert env.evaluate(fact.format(x=x)) is True
+    (k,) = env.derived
+    assert env.ranges[k] == (1, 512)
+    assert env.evaluate(f"({x} // 8) * 8 == {x}") and env.evaluate(f"{x} % 4 == 0")
+    assert len(env.guards) == 1
+    assert parse_condition(env.render(env.guards[0].condition)) == parse_condition(fact.format(x="T"))
+
+
+def test_explanation_leads_with_what_the_user_controls():
+    env = ShapeEnv()
+    t = dim(env, 50, declared=(2, 1024), name="T")
+    env.evaluate(f"({t} % 4) != 0")
+    report = env.produce_guards()
+    ex = env.explain(report.violations[0])
+    assert ex.status == "refuted" and ex.counterexample == {"T": 4}
+    assert ex.condition == "(T % 4) != 0" and ex.dims[0].path == "x.size(1)"
+    assert ("(T % 4)", "0") in ex.steps and ("(T % 4) != 0", "False") in ex.steps
+    assert {f.kind for f in ex.fixes} >= {"multiple"}
+    text = ex.text
+    assert text.index("test_shape_env.py") < text.index("fails at") < text.index("fixes") < text.index("engine form")
+    assert ex.to_dict()["counterexample"] == {"T": 4}
