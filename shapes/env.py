@@ -87,8 +87,9 @@ class ShapeEnv:
 
     # ------------------------------------------------------------------ symbols
     def create_backed_symbol(self, hint: int, source: Source | str, declared: Range | None = None,
-                             name: str | None = None, dim_name: str | None = None, dynamic: bool = True) -> Expr:
-        """A symbol for an input size whose example value is ``hint``.
+                             name: str | None = None, dim_name: str | None = None, dynamic: bool = True,
+                             is_size: bool = True) -> Expr:
+        """A symbol for an input size (or, with ``is_size=False``, an input int) whose example value is ``hint``.
 
         Returns a constant instead when the dim is static or, like torch.export,
         when the example size is 0 or 1 (noted in ``notes``; a dim the user
@@ -97,6 +98,11 @@ class ShapeEnv:
         source = source if isinstance(source, Source) else Source(source)
         if not dynamic:
             return Integer(hint)
+        if not is_size:
+            sym = Symbol(name or f"s{len(self.symbols)}", integer=True)
+            span = declared if declared is not None else (None, None)
+            self._register(SymbolInfo(sym, True, hint, [source], span, span, dim_name=dim_name), source.path)
+            return sym
         lo, hi = declared if declared is not None else (None, None)
         if (lo is not None and hint < lo) or (hi is not None and hint > hi):
             raise InputOutOfRange(f"the example input has {source} = {hint}, outside the declared range "
@@ -142,6 +148,26 @@ class ShapeEnv:
         self.ranges[info.symbol] = info.range
         self._created[info.symbol] = next(self._order)
         self.graph.add_symbol(info.symbol, input_path)
+
+    def add_source(self, sym: Symbol, source: Source) -> None:
+        """Another input dim that is the same symbol (duck sizing or a shared ``Dim``)."""
+        info = self.symbols[sym]
+        if all(src.path != source.path for src in info.sources):
+            info.sources.append(source)
+            self.graph.add_symbol(sym, source.path)
+
+    def constrain_range(self, sym: Symbol, lo: int | None, hi: int | None) -> None:
+        """Narrow a symbol's current range (``torch._check_is_size``, ``constrain_range`` and the like)."""
+        sym = self._current(sym)
+        if not isinstance(sym, Symbol) or sym not in self.ranges:
+            return
+        lo = None if lo is None else int(lo)
+        hi = None if hi is None else int(hi)
+        cur_lo, cur_hi = self.ranges[sym]
+        new_lo = lo if cur_lo is None else (cur_lo if lo is None else max(lo, cur_lo))
+        new_hi = hi if cur_hi is None else (cur_hi if hi is None else min(hi, cur_hi))
+        self.ranges[sym] = (new_lo, new_hi)
+        self.knowledge.version += 1
 
     def initial_range(self, sym: Symbol) -> Range:
         """The range reasoning started from (declared, raised to 2 for backed input dims)."""
@@ -199,9 +225,21 @@ class ShapeEnv:
         return Normalizer(TightBounds(self.ranges), Deadline(self.timeout))(term)
 
     def statically_known(self, cond, size_oblivious: bool = False) -> bool | None:
-        """True/False when provable from what is known, else None; never records anything."""
+        """True/False when provable from what is known, else None; never records anything.
+
+        The example values (when all sizes have one) satisfy every fact, so only
+        the direction they take can be provable: one solver call instead of two.
+        """
         c = self.knowledge.condition(_as_condition(cond))
-        return self._decide(c, None, "static", size_oblivious or self._oblivious > 0)
+        return self._decide(c, self._hint_truth(c), "static", size_oblivious or self._oblivious > 0)
+
+    def known_from_ranges(self, cond, ranges: dict) -> bool | None:
+        """True/False when provable from ``ranges`` alone (no learned facts), else None."""
+        c = _as_condition(cond)
+        for goal, value in ((c, True), (F.neg(c), False)):
+            if prove(goal, ranges=ranges, strategy=self.strategy, timeout=self.timeout).proven:
+                return value
+        return None
 
     @contextlib.contextmanager
     def size_oblivious(self):
@@ -270,10 +308,7 @@ class ShapeEnv:
         if self._decide(F.neg(c), True, "check", False):
             raise CheckFailed(f"torch._check({self.render(c)}) can never hold given what is known"
                               + (f": {message}" if message else ""))
-        ra = RuntimeAssert(len(self.runtime_asserts), c, where or capture(), message)
-        self.runtime_asserts.append(ra)
-        self.graph.add_condition("assert", ra.index, c.free_symbols)
-        self._learn(c)
+        self.record_runtime_assert(c, where, message)
 
     # --------------------------------------------------------------- deciding
     def _ranges_for(self, syms, oblivious: bool) -> dict:
@@ -307,6 +342,24 @@ class ShapeEnv:
         return None
 
     # --------------------------------------------------------------- learning
+    def record_guard(self, condition, asked=None, where: Provenance | None = None,
+                     size_oblivious: bool = False) -> Guard | None:
+        """Record a guard decided elsewhere (torch's ShapeEnv mirrored by the tracer); None if already known."""
+        c = self.knowledge.condition(_as_condition(condition))
+        if isinstance(c, F.Const):
+            return None
+        return self._record_guard(c, _as_condition(asked) if asked is not None else c, where, size_oblivious)
+
+    def record_runtime_assert(self, condition, where: Provenance | None = None, message: str = "") -> None:
+        """Record a runtime assert decided elsewhere; it becomes a fact like ``check`` would make it."""
+        c = self.knowledge.condition(_as_condition(condition))
+        if isinstance(c, F.Const):
+            return
+        ra = RuntimeAssert(len(self.runtime_asserts), c, where or capture(), message)
+        self.runtime_asserts.append(ra)
+        self.graph.add_condition("assert", ra.index, c.free_symbols)
+        self._learn(c)
+
     def _record_guard(self, condition: F.Formula, asked: F.Formula, where, oblivious: bool,
                       from_check: bool = False) -> Guard:
         guard = Guard(len(self.guards), condition, asked, where or capture(), oblivious, from_check)

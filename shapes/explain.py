@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import sympy
 from sympy import Expr, Symbol
 
 from shapeproof.solver import formula as F

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sympy import Integer, Symbol
+from sympy import Symbol
 
 from shapeproof.solver import formula as F
 from shapeproof.solver.api import prove
@@ -179,6 +179,7 @@ def suggest_fixes(env, guard, lifted: F.Formula, timeout: float = 1.0) -> list[F
         fixes += _single_symbol_fixes(env, labels[syms[0]], lifted, syms[0], timeout)
     elif len(syms) == 2:
         fixes += _equality_fix(env, labels, lifted, syms, timeout)
+    fixes.sort(key=lambda f: -1.0 if f.kept is None else -f.kept)   # the most of the declared range first
     if syms:
         fixes += _rewrite_fix(labels[syms[0]], guard)
     return fixes

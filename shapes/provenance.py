@@ -79,12 +79,16 @@ def _is_user_file(filename: str) -> bool:
 
 
 def capture(op: str | None = None, depth: int = 6, start=None) -> Provenance:
-    """Provenance of the current call: the innermost ``depth`` user frames."""
+    """Provenance of the current call: the innermost ``depth`` user frames.
+
+    A module inside the engine's folders can declare itself user code with
+    ``__shapeproof_user_code__ = True`` (the bundled example models do).
+    """
     frame = start if start is not None else sys._getframe(1)
     frames: list[Frame] = []
     while frame is not None and len(frames) < depth:
         filename = frame.f_code.co_filename
-        if _is_user_file(filename):
+        if frame.f_globals.get("__shapeproof_user_code__") or _is_user_file(filename):
             code = linecache.getline(filename, frame.f_lineno).strip()
             frames.append(Frame(filename, frame.f_lineno, frame.f_code.co_name, code))
         frame = frame.f_back

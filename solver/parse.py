@@ -26,10 +26,10 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-import sympy
 from sympy import Expr, Integer, Rational
 
 from . import formula as F
+from .rational import compare_rational, nonzero_condition, round_rational
 from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, symbol
 
 __all__ = ["ParseError", "parse", "parse_condition", "parse_term", "Limits"]
@@ -126,9 +126,7 @@ def _merge(*nums: _Num) -> frozenset:
     return frozenset().union(*(n.divs for n in nums))
 
 
-def _nonzero(divisor: Expr) -> frozenset:
-    """The definedness condition of dividing by ``divisor`` (none for a nonzero constant)."""
-    return frozenset() if divisor.is_Integer and divisor != 0 else frozenset({divisor})
+_nonzero = nonzero_condition
 
 
 # ---------------------------------------------------------------------------
@@ -499,11 +497,11 @@ class _Parser:
         n = self.number(value, pos)
         if not n.real:
             return n
-        numer, denom = sympy.together(n.expr).as_numer_denom()
-        if not (numer.is_integer and denom.is_integer):
-            raise ParseError("cannot round this expression exactly", self.text, pos)
-        node = {"floor": FloorDiv, "ceil": CeilDiv, "trunc": TruncDiv}[kind]
-        return _Num(node(numer, denom), n.divs | _nonzero(denom))
+        try:
+            term, divs = round_rational(n.expr, kind)
+        except ValueError as exc:
+            raise ParseError(str(exc), self.text, pos) from None
+        return _Num(term, n.divs | divs)
 
     def power(self, base, exponent, pos: int) -> _Num:
         base, exponent = self.number(base, pos), self.number(exponent, pos)
@@ -524,11 +522,7 @@ class _Parser:
         divs = _merge(a, b)
         if not (a.real or b.real):
             return F.rel(op, a.expr, b.expr, divs)
-        # Clear denominators: sign(n/d) == sign(n*d) wherever d != 0 (d is recorded in divs).
-        numer, denom = sympy.together(a.expr - b.expr).as_numer_denom()
-        if denom.is_Integer:
-            return F.rel(op if denom > 0 else F.FLIPPED[op], numer, Integer(0), divs)
-        return F.rel(op, sympy.expand(numer * denom), Integer(0), divs)
+        return compare_rational(op, a.expr - b.expr, divs)
 
 
 def parse(text: str, limits: Limits = DEFAULT_LIMITS):

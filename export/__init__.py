@@ -1,0 +1,20 @@
+"""shapeproof.export — ``shapeproof.export(model, args, dynamic_shapes=...)`` returns torch's ExportedProgram.
+
+The package is itself callable (``shapeproof.export(...)``) so that the layer
+``shapeproof.export`` and the function ``shapeproof.export`` are one name.
+"""
+import sys
+import types
+
+from .api import ExportResult, export, export_with_report, suggest_dynamic_shapes
+from .errors import ExportError
+
+__all__ = ["export", "export_with_report", "ExportResult", "ExportError", "suggest_dynamic_shapes"]
+
+
+class _CallableModule(types.ModuleType):
+    def __call__(self, *args, **kwargs):
+        return export(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

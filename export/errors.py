@@ -1,0 +1,53 @@
+"""``ExportError``: why an export failed, leading with what the user controls."""
+from __future__ import annotations
+
+from shapeproof.shapes import Explanation, GuardReport
+
+__all__ = ["ExportError"]
+
+_MAX_LISTED = 8
+
+
+class ExportError(Exception):
+    """Some guard the traced program needs does not hold over the declared ranges.
+
+    ``violations`` holds one structured ``Explanation`` per failing guard (input
+    dims, source line, counterexample, fixes); ``report`` is the full
+    ``GuardReport``.  ``shapeproof.suggest_dynamic_shapes(error, spec)`` applies
+    the fixes.
+    """
+
+    def __init__(self, report: GuardReport, violations: list[Explanation], notes: list[str],
+                 cause: BaseException | None = None):
+        self.report = report
+        self.violations = violations
+        self.notes = notes
+        self.cause = cause
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        n = len(self.violations) + len(self.report.specialized)
+        lines = [f"shapeproof could not export: {n} requirement(s) of the traced program do not hold for every "
+                 "input in the declared ranges."]
+        for source, size, declared in self.report.specialized:
+            lines.append(f"\n- {source} is declared dynamic {declared} but the example input has size {size}, "
+                         "which torch.export specializes to a constant. Use an example with a size >= 2 there.")
+        for ex in self.violations[:_MAX_LISTED]:
+            dims = ", ".join(f"{d.path} = {d.name}" if d.name != d.path else d.path for d in ex.dims) or "inputs"
+            lines.append(f"\n- {dims}: the program needs {ex.condition}")
+            if ex.where and ex.where.get("file"):
+                lines.append(f"    from {ex.where['file']}:{ex.where['line']}: {ex.where['code']}"
+                             + (f"  [{ex.where['op']}]" if ex.where.get("op") else ""))
+            elif ex.where and ex.where.get("op"):
+                lines.append(f"    from {ex.where['op']}")
+            if ex.counterexample:
+                point = ", ".join(f"{k} = {v}" for k, v in ex.counterexample.items())
+                lines.append(f"    fails at {point}: " + "; ".join(f"{e} = {v}" for e, v in ex.steps[-3:]))
+            for fix in ex.fixes[:3]:
+                kept = f" (keeps {fix.kept:.0%} of the range)" if fix.kept is not None else ""
+                lines.append(f"    fix: {fix.description}{kept}")
+        if len(self.violations) > _MAX_LISTED:
+            lines.append(f"\n... and {len(self.violations) - _MAX_LISTED} more (see error.violations)")
+        lines.append("\nshapeproof.suggest_dynamic_shapes(error, dynamic_shapes) applies the first fix of each.")
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)

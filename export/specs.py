@@ -1,0 +1,115 @@
+"""torch's ``dynamic_shapes`` specs: reading the Dims out of them, and writing fixes back in.
+
+Specs are torch's own objects (``torch.export.Dim`` with min/max, derived dims
+``2*h + 1``, ``Dim.AUTO``/``DYNAMIC``/``STATIC``, ``ShapesCollection``, nested
+dict/tuple/list/None), passed through to torch unchanged; this module only
+reads them so the engine knows each dim's name, range and derivation while
+tracing, and rebuilds them with a violation's fixes applied.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from torch.export import Dim, ShapesCollection
+
+from shapeproof.tracer.engine_env import DimSpec
+from shapeproof.tracer.torch_internals import DerivedDim
+
+__all__ = ["dim_specs", "map_dims", "apply_fixes", "normalize_spec"]
+
+
+def normalize_spec(dynamic_shapes, model, args, kwargs):
+    """Turn a ``ShapesCollection`` into the plain nested form torch accepts everywhere else."""
+    if isinstance(dynamic_shapes, ShapesCollection):
+        return dynamic_shapes.dynamic_shapes(model, args, kwargs)
+    return dynamic_shapes
+
+
+def map_dims(spec, fn: Callable[[Any], Any]):
+    """Rebuild ``spec`` with every Dim (plain or derived) replaced by ``fn(dim)``."""
+    if isinstance(spec, Dim):
+        return fn(spec)
+    if isinstance(spec, dict):
+        return {k: map_dims(v, fn) for k, v in spec.items()}
+    if isinstance(spec, (list, tuple)):
+        return type(spec)(map_dims(v, fn) for v in spec)
+    return spec
+
+
+def _bound(value) -> int | None:
+    return None if value is None or not isinstance(value, int) or value >= 2 ** 62 else int(value)
+
+
+def _spec(dim: Dim) -> DimSpec:
+    if isinstance(dim, DerivedDim):
+        root = _spec(dim.root)
+        b = int(dim.fn(0))
+        a = int(dim.fn(1)) - b
+        return DimSpec(dim.__name__, _bound(dim.min), _bound(dim.max), root, a, b)
+    return DimSpec(dim.__name__, _bound(dim.min), _bound(dim.max))
+
+
+def dim_specs(spec) -> dict[str, DimSpec]:
+    """Every named (or derived) Dim in ``spec``, by the name torch prints for it."""
+    found: dict[str, DimSpec] = {}
+
+    def collect(dim):
+        found[dim.__name__] = _spec(dim)
+        return dim
+
+    map_dims(spec, collect)
+    return found
+
+
+def apply_fixes(spec, fixes) -> Any:
+    """``spec`` with the given verified fixes applied, combined per dim by intersection.
+
+    Each fix makes its own guard hold on a subset of the dim's values, so the
+    intersection of several fixes on one dim makes all of their guards hold.
+    """
+    by_dim: dict[str, list] = {}
+    for fix in fixes:
+        if fix.kind != "rewrite":
+            by_dim.setdefault(fix.dim, []).append(fix)
+    shared: dict[str, Dim] = {}
+
+    def replace(dim: Dim):
+        chosen = by_dim.get(dim.__name__)
+        if not chosen:
+            return dim
+        kinds = {f.kind for f in chosen}
+        if "static" in kinds:
+            return None
+        if "equal" in kinds:
+            other = next(f.other for f in chosen if f.kind == "equal")
+            return shared.setdefault(other, _find(spec, other) or dim)
+        lo, hi = dim.min, dim.max
+        for f in chosen:
+            if f.kind == "range":
+                lo, hi = max(lo, f.min), min(hi, _inf(f.max))
+        multiple = next((f for f in chosen if f.kind == "multiple"), None)
+        if multiple is None:
+            return Dim(dim.__name__, min=lo, max=None if hi == float("inf") else hi)
+        m, r = multiple.modulus, multiple.remainder
+        root_lo = max(multiple.min, -((-(lo - r)) // m))
+        root_hi = min(_inf(multiple.max), (hi - r) // m if hi != float("inf") else float("inf"))
+        root = Dim(f"{dim.__name__}_{m}", min=root_lo, max=None if root_hi == float("inf") else int(root_hi))
+        return m * root + r if r else m * root
+
+    return map_dims(spec, replace)
+
+
+def _inf(value):
+    return float("inf") if value is None else value
+
+
+def _find(spec, name: str) -> Dim | None:
+    hits: list[Dim] = []
+
+    def look(dim):
+        if dim.__name__ == name:
+            hits.append(dim)
+        return dim
+
+    map_dims(spec, look)
+    return hits[0] if hits else None

@@ -1,0 +1,7 @@
+"""shapeproof.tracer — binds the shape engine to PyTorch (fake tensors, SymInts, non-strict export).
+
+Thin by design: it decides nothing about shapes itself.  ``engine_env``
+routes every question torch cannot settle to ``shapeproof.shapes``;
+``sympy_bridge`` converts torch's sympy into the engine's terms; every
+private torch name goes through ``torch_internals``.
+"""

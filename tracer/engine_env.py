@@ -1,0 +1,283 @@
+"""torch's ShapeEnv with shapeproof's engine behind it.
+
+shapeproof keeps torch's tracing (fake tensors, SymNode, make_fx, non-strict
+export) and replaces the brain behind it: ``EngineShapeEnv`` is torch's
+ShapeEnv with every question it cannot settle by itself handed to a
+``shapeproof.shapes.ShapeEnv`` (the *engine*), which mirrors every symbol,
+guard and runtime assert torch records.  Measured on 2.13 (../shared/research):
+a foreign SymNode class breaks under FakeTensorMode, while a ShapeEnv subclass
+injected through an ambient TracingContext works with make_fx and with
+``torch.export.export(strict=False)``.
+
+Hooks and why:
+
+* ``create_symbol`` / ``create_unbacked_*`` / ``_constrain_range_for_size``:
+  mirror symbols, with the user's Dim name, declared range and derived-dim
+  relation (torch itself only learns ``x.size(1) == 2*h`` after tracing).
+* ``_maybe_evaluate_static``: torch's own static evaluation first (cheap, and
+  it keeps torch's semantics for constants and replacements); when it gives
+  up, the engine answers.  Proving here is what keeps a guard from existing.
+* ``evaluate_expr`` / ``guard_or_defer_runtime_assert``: torch records the
+  guard or runtime assert for what nobody could prove (so its bookkeeping,
+  replacements and ``_guards_code`` stay consistent); the new records are
+  mirrored into the engine with the user's source line.  Data-dependent
+  errors are re-raised with the engine's explanation.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+
+import sympy
+import torch
+
+from shapeproof.shapes import DataDependentError, ShapeEnv, Source, capture
+from shapeproof.shapes.provenance import Provenance
+
+from .sympy_bridge import UnsupportedExpression, bounds_of, to_condition
+from .torch_internals import (
+    FakeTensorMode, GuardOnDataDependentSymNode, OpOverload, TorchShapeEnv, TracingContext, tracing,
+)
+
+__all__ = ["DimSpec", "EngineShapeEnv", "TorchDataDependentError", "engine_tracing", "readable_source",
+           "current_op"]
+
+
+@dataclass(frozen=True)
+class DimSpec:
+    """What the user declared for one dim: a named range, or ``a*root + b`` of a root ``Dim``."""
+
+    name: str
+    min: int | None
+    max: int | None
+    root: "DimSpec | None" = None
+    a: int = 1
+    b: int = 0
+
+
+class TorchDataDependentError(GuardOnDataDependentSymNode, DataDependentError):
+    """torch's data-dependent error type (so torch's own handlers still catch it) with the engine's message."""
+
+    def __init__(self, cond, engine_error: DataDependentError):
+        GuardOnDataDependentSymNode.__init__(self, cond, str(engine_error))
+        self.expression = engine_error.expression
+        self.symbols = engine_error.symbols
+        self.suggestions = engine_error.suggestions
+        self.where = engine_error.where
+
+
+_SOURCE = re.compile(r"^L\['(?P<name>[^']+)'\](?P<rest>.*)$")
+
+
+def readable_source(name: str) -> tuple[str, str | None, int | None]:
+    """``L['x'].size()[1]`` -> ``("x.size(1)", "x", 1)``; kwargs and ``args[i]`` keep their path."""
+    m = _SOURCE.match(name)
+    if m is None:
+        return name, None, None
+    arg, rest = m.group("name"), m.group("rest")
+    if arg in ("args", "kwargs"):
+        inner = re.match(r"^\[(?:'([^']+)'|(\d+))\](.*)$", rest)
+        if inner:
+            arg = inner.group(1) or f"args[{inner.group(2)}]"
+            rest = inner.group(3)
+    dim = re.fullmatch(r"\.size\(\)\[(\d+)\]", rest)
+    if dim:
+        return f"{arg}.size({dim.group(1)})", arg, int(dim.group(1))
+    return arg + rest, arg, None
+
+
+def current_op() -> str | None:
+    """The ATen op being dispatched right now, found as the ``func`` local of a dispatch frame."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        func = frame.f_locals.get("func")
+        if isinstance(func, OpOverload):
+            return str(func)
+        frame = frame.f_back
+    return None
+
+
+def _provenance() -> Provenance:
+    return capture(op=current_op(), start=sys._getframe(2))
+
+
+class EngineShapeEnv(TorchShapeEnv):
+    """torch's ShapeEnv whose undecided questions go to ``engine``, and whose records it mirrors."""
+
+    def _init(self, *, engine: ShapeEnv | None = None, dim_specs: dict[str, DimSpec] | None = None, **kwargs):
+        super()._init(**kwargs)
+        self.engine = engine if engine is not None else ShapeEnv()
+        self.dim_specs = dim_specs or {}
+        self.symbol_map: dict[sympy.Symbol, sympy.Expr] = {}   # torch symbol -> engine term
+        self._roots: dict[str, sympy.Symbol] = {}
+        self._static_memo: dict = {}
+
+    # -- symbols -----------------------------------------------------------------
+    def create_symbol(self, val, source, dynamic_dim=None, constraint_dim=None, positive=True,
+                      do_not_specialize_zero_one=False, symbolic_context=None):
+        kwargs = dict(constraint_dim=constraint_dim, positive=positive,
+                      do_not_specialize_zero_one=do_not_specialize_zero_one, symbolic_context=symbolic_context)
+        if dynamic_dim is not None:
+            kwargs["dynamic_dim"] = dynamic_dim
+        expr = super().create_symbol(val, source, **kwargs)
+        self._mirror_symbol(expr, int(val), source, constraint_dim, positive)
+        return expr
+
+    def _mirror_symbol(self, expr, val: int, source, constraint_dim, positive) -> None:
+        name = source.name
+        if name in self._roots:                        # torch's phantom symbol for a derived dim's root
+            if isinstance(expr, sympy.Symbol):
+                self.symbol_map[expr] = self._roots[name]
+            return
+        path, arg, dim = readable_source(name)
+        src = Source(path, arg, dim)
+        spec = self.dim_specs.get(self.source_name_to_debug_name.get(name, ""))
+        declared = bounds_of(constraint_dim.vr) if constraint_dim is not None and hasattr(constraint_dim, "vr") else None
+        if not isinstance(expr, sympy.Symbol):
+            if constraint_dim is not None and val in (0, 1):   # declared dynamic, specialized on the example
+                self.engine.create_backed_symbol(val, src, declared=declared,
+                                                 dim_name=spec.name if spec else None)
+            return
+        if expr in self.symbol_map:                    # duck sizing: another input dim, same symbol
+            self.engine.add_source(self.symbol_map[expr], src)
+            return
+        if spec is not None and spec.root is not None:
+            root = self._root_symbol(spec.root, (val - spec.b) // spec.a)
+            engine_sym = self.engine.create_backed_symbol(val, src, declared=declared, name=expr.name,
+                                                          dim_name=spec.name)
+            self.engine.relate(engine_sym, spec.a * root + spec.b)
+        else:
+            engine_sym = self.engine.create_backed_symbol(val, src, declared=declared, name=expr.name,
+                                                          dim_name=spec.name if spec else None,
+                                                          is_size=bool(positive))
+        self.symbol_map[expr] = engine_sym
+
+    def _root_symbol(self, root: DimSpec, hint: int) -> sympy.Expr:
+        if root.name not in self._roots:
+            self._roots[root.name] = self.engine.create_backed_symbol(
+                hint, Source(root.name), declared=(root.min, root.max), name=f"{root.name}_root",
+                dim_name=root.name)
+        return self._roots[root.name]
+
+    def create_unbacked_symint(self, source=None):
+        out = super().create_unbacked_symint(source)
+        self._mirror_unbacked(out.node.expr)
+        return out
+
+    def create_unbacked_symbool(self):
+        out = super().create_unbacked_symbool()
+        for sym in out.node.expr.free_symbols:
+            engine_sym = self._mirror_unbacked(sym)
+            if engine_sym is not None:
+                self.engine.constrain_range(engine_sym, 0, 1)
+        return out
+
+    def _mirror_unbacked(self, sym) -> sympy.Symbol | None:
+        if not isinstance(sym, sympy.Symbol) or sym in self.symbol_map:
+            return None
+        op = current_op()
+        where = _provenance()
+        path = f"{op or 'a data-dependent value'}" + (f" at {where.frame.short}" if where.frame else "")
+        engine_sym = self.engine.create_unbacked_symbol(Source(path, op=op, where=where), name=sym.name)
+        self.symbol_map[sym] = engine_sym
+        return engine_sym
+
+    def _constrain_range_for_size(self, a, min=None, max=None):
+        super()._constrain_range_for_size(a, min=min, max=max)
+        sym = a.node.expr if isinstance(a, torch.SymInt) else a
+        if sym in self.symbol_map:
+            engine_sym = self.symbol_map[sym]
+            self.engine.symbols[engine_sym].size_like = True
+            self.engine.constrain_range(engine_sym, 0 if min is None else min, max)
+
+    # -- questions -----------------------------------------------------------------
+    def _convert(self, expr):
+        try:
+            return to_condition(expr, rename=self.symbol_map)
+        except UnsupportedExpression:
+            return None
+
+    def _maybe_evaluate_static(self, expr, *, unbacked_only=False, compute_hint=False, size_oblivious=False,
+                               axioms=None, var_to_range=None):
+        result = super()._maybe_evaluate_static(expr, unbacked_only=unbacked_only, compute_hint=compute_hint,
+                                                size_oblivious=size_oblivious, axioms=axioms,
+                                                var_to_range=var_to_range)
+        if (result is not None or unbacked_only or compute_hint or var_to_range is not None
+                or not isinstance(expr, sympy.logic.boolalg.Boolean) or not expr.free_symbols):
+            return result
+        key = (expr, size_oblivious, axioms is None, self.engine.knowledge.version, len(self.engine.guards))
+        if key not in self._static_memo:
+            self._static_memo[key] = self._engine_static(expr, size_oblivious, ranges_only=axioms is not None)
+        decided = self._static_memo[key]
+        return None if decided is None else sympy.true if decided else sympy.false
+
+    # torch's _refine_ranges clears this cache by attribute; keep it reachable on the override
+    _maybe_evaluate_static.cache_clear = TorchShapeEnv._maybe_evaluate_static.cache_clear
+
+    def _engine_static(self, expr, size_oblivious: bool, ranges_only: bool) -> bool | None:
+        cond = self._convert(expr)
+        if cond is None:
+            return None
+        if ranges_only:    # torch's produce_guards pruning: its ranges, no guards as premises
+            ranges = {}
+            for sym in expr.free_symbols:
+                engine_sym = self.symbol_map.get(sym)
+                if isinstance(engine_sym, sympy.Symbol) and sym in self.var_to_range:
+                    ranges[engine_sym] = bounds_of(self.var_to_range[sym])
+            return self.engine.known_from_ranges(self.engine.knowledge.condition(cond), ranges)
+        return self.engine.statically_known(cond, size_oblivious=size_oblivious)
+
+    def evaluate_expr(self, orig_expr, hint=None, fx_node=None, size_oblivious=False, fallback_value=None, *,
+                      forcing_spec=False):
+        before = len(self.guards)
+        try:
+            result = super().evaluate_expr(orig_expr, hint, fx_node, size_oblivious, fallback_value,
+                                           forcing_spec=forcing_spec)
+        except GuardOnDataDependentSymNode as exc:
+            if isinstance(exc, TorchDataDependentError):
+                raise
+            raise self._data_dependent(exc) from None
+        self._mirror_guards(before)
+        return result
+
+    def guard_or_defer_runtime_assert(self, orig_expr, msg, fx_node=None):
+        before_guards, before_asserts = len(self.guards), self._assert_count()
+        result = super().guard_or_defer_runtime_assert(orig_expr, msg, fx_node)
+        self._mirror_guards(before_guards)
+        if self._assert_count() > before_asserts:
+            cond = self._convert(orig_expr)
+            if cond is not None:
+                self.engine.record_runtime_assert(cond, _provenance(), str(msg or ""))
+        return result
+
+    def _assert_count(self) -> int:
+        return sum(len(v) for v in self.deferred_runtime_asserts.values())
+
+    def _mirror_guards(self, before: int) -> None:
+        for guard in self.guards[before:]:
+            cond = self._convert(guard.expr)
+            if cond is not None:
+                self.engine.record_guard(cond, where=_provenance(), size_oblivious=guard.size_oblivious)
+
+    def _data_dependent(self, exc: GuardOnDataDependentSymNode) -> Exception:
+        cond = self._convert(exc.cond) if getattr(exc, "cond", None) is not None else None
+        if cond is None:
+            return exc
+        try:
+            self.engine.evaluate(cond, where=_provenance())
+        except DataDependentError as engine_error:
+            return TorchDataDependentError(exc.cond, engine_error)
+        return exc
+
+
+def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None):
+    """Context in which ``torch.export.export(strict=False)`` traces with ``engine`` deciding shapes.
+
+    Uses export's documented reuse of an ambient TracingContext's fake mode
+    (``_export/non_strict_utils.make_fake_inputs``); ``tracked_fakes=[]`` is
+    required there.  Returns ``(context manager, EngineShapeEnv)``.
+    """
+    torch_env = EngineShapeEnv(engine=engine, dim_specs=dim_specs, tracked_fakes=[], trace_asserts=True)
+    fake_mode = FakeTensorMode(shape_env=torch_env, allow_non_fake_inputs=True, export=True)
+    return tracing(TracingContext(fake_mode)), torch_env

@@ -1,0 +1,244 @@
+"""torch's sympy shape expressions -> shapeproof's terms and conditions.
+
+torch's ShapeEnv speaks sympy with its own functions
+(``torch.utils._sympy.functions``); the engine speaks ``shapeproof.solver``
+terms with exact Python semantics.  Conversion is a table from torch class to
+converter, memoized per call so shared subexpressions convert once.  Anything
+without an exact meaning here (rounding to even, bit operations, ``Where``,
+opaque float functions, infinities inside an expression) raises
+``UnsupportedExpression``, and callers fall back to torch's own answer.
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+import sympy
+from sympy import Expr, Integer, Symbol
+from sympy.logic.boolalg import BooleanAtom
+
+from shapeproof.solver import formula as F
+from shapeproof.solver.rational import compare_rational, round_rational
+from shapeproof.solver.terms import FloorDiv, Max, Min, Mod, symbol
+
+from . import torch_internals as T
+
+__all__ = ["UnsupportedExpression", "to_term", "to_condition", "bounds_of"]
+
+
+class UnsupportedExpression(ValueError):
+    """A torch sympy expression with no exact shapeproof counterpart."""
+
+
+class _Real:
+    """A float-valued intermediate (true division, ToFloat): an exact rational sympy expression."""
+
+    __slots__ = ("expr",)
+
+    def __init__(self, expr: Expr):
+        self.expr = expr
+
+
+class _Converter:
+    def __init__(self, rename: Mapping | None):
+        self.rename = {}
+        for key, value in (rename or {}).items():
+            name = key.name if isinstance(key, Symbol) else str(key)
+            self.rename[name] = value if isinstance(value, Expr) else symbol(str(value))
+        self.memo: dict = {}
+        self.divisors: set[Expr] = set()      # from true divisions, which leave no node behind
+
+    # -- numbers ------------------------------------------------------------------
+    def value(self, e):
+        """An integer term, or a ``_Real`` for float-valued expressions."""
+        if e in self.memo:
+            return self.memo[e]
+        out = self._value(e)
+        self.memo[e] = out
+        return out
+
+    def term(self, e) -> Expr:
+        v = self.value(e)
+        if isinstance(v, _Real):
+            raise UnsupportedExpression(f"expected an integer, got the float expression {e}")
+        return v
+
+    def _value(self, e):
+        if isinstance(e, (T.IntInfinity, T.NegativeIntInfinity)) or e in (sympy.oo, -sympy.oo, sympy.zoo):
+            raise UnsupportedExpression(f"infinity inside an expression: {e}")
+        if isinstance(e, sympy.Integer):
+            return e
+        if isinstance(e, sympy.Rational):
+            return _Real(e)
+        if isinstance(e, sympy.Float):
+            return Integer(int(e)) if e == int(e) else _Real(sympy.Rational(str(e)))
+        if isinstance(e, Symbol):
+            if e.name in self.rename:
+                return self.rename[e.name]
+            if e.is_integer is False or (e.is_integer is None and e.is_real is not None):
+                raise UnsupportedExpression(f"symbol {e} is not an integer")
+            return symbol(e.name)
+        handler = _HANDLERS.get(type(e))
+        if handler is None:
+            for cls, candidate in _HANDLERS.items():
+                if isinstance(e, cls):
+                    handler = candidate
+                    break
+        if handler is None:
+            raise UnsupportedExpression(f"no exact meaning for {type(e).__name__}: {e}")
+        return handler(self, e)
+
+    def _combine(self, op: Callable, args):
+        values = [self.value(a) for a in args]
+        if any(isinstance(v, _Real) for v in values):
+            return _Real(op([v.expr if isinstance(v, _Real) else v for v in values]))
+        return op(values)
+
+    def true_div(self, a, b) -> _Real:
+        num, den = self.value(a), self.value(b)
+        den_expr = den.expr if isinstance(den, _Real) else den
+        if den_expr == 0:
+            raise UnsupportedExpression("true division by zero")
+        if not (den_expr.is_Number and den_expr != 0):
+            self.divisors.add(den_expr)
+        num_expr = num.expr if isinstance(num, _Real) else num
+        return _Real(num_expr / den_expr)
+
+    def rounded(self, e, kind: str) -> Expr:
+        v = self.value(e.args[0])
+        if not isinstance(v, _Real):
+            return v
+        try:
+            term, divs = round_rational(v.expr, kind)
+        except ValueError as exc:
+            raise UnsupportedExpression(str(exc)) from None
+        self.divisors |= divs
+        return term
+
+    # -- conditions -----------------------------------------------------------------
+    def condition(self, e) -> F.Formula:
+        if isinstance(e, BooleanAtom) or e in (sympy.true, sympy.false):
+            return F.TRUE if bool(e) else F.FALSE
+        if isinstance(e, sympy.And):
+            return F.conj(*(self.condition(a) for a in e.args))
+        if isinstance(e, sympy.Or):
+            return F.disj(*(self.condition(a) for a in e.args))
+        if isinstance(e, sympy.Not):
+            return F.neg(self.condition(e.args[0]))
+        op = _RELATIONS.get(type(e))
+        if op is None:
+            raise UnsupportedExpression(f"not a condition: {type(e).__name__}: {e}")
+        before = set(self.divisors)
+        lhs, rhs = self.value(e.args[0]), self.value(e.args[1])
+        extra = frozenset(self.divisors - before) | frozenset(before)
+        if isinstance(lhs, _Real) or isinstance(rhs, _Real):
+            a = lhs.expr if isinstance(lhs, _Real) else lhs
+            b = rhs.expr if isinstance(rhs, _Real) else rhs
+            return compare_rational(op, a - b, extra)
+        return F.rel(op, lhs, rhs, extra)
+
+
+def _floordiv(c: _Converter, e):
+    return FloorDiv(c.term(e.args[0]), c.term(e.args[1]))
+
+
+def _mod(c: _Converter, e):
+    return Mod(c.term(e.args[0]), c.term(e.args[1]))
+
+
+def _modular_indexing(c: _Converter, e):
+    base, div, mod = (c.term(a) for a in e.args)
+    return Mod(FloorDiv(base, div), mod)
+
+
+def _pow(c: _Converter, e):
+    base, exponent = e.args
+    if not exponent.is_Integer:
+        raise UnsupportedExpression(f"exponent must be an integer: {e}")
+    k = int(exponent)
+    if k >= 0:
+        return c._combine(lambda v: v[0] ** k, [base])
+    value = c.value(base)                    # x**-k is a true division by x**k
+    b = value.expr if isinstance(value, _Real) else value
+    if not (b.is_Number and b != 0):
+        c.divisors.add(b)
+    return _Real(b ** k)
+
+
+def _lshift(c: _Converter, e):
+    base, shift = c.term(e.args[0]), c.term(e.args[1])
+    if not shift.is_Integer or shift < 0:
+        raise UnsupportedExpression(f"symbolic shift: {e}")
+    return base * 2 ** int(shift)
+
+
+def _rshift(c: _Converter, e):
+    base, shift = c.term(e.args[0]), c.term(e.args[1])
+    if not shift.is_Integer or shift < 0:
+        raise UnsupportedExpression(f"symbolic shift: {e}")
+    return FloorDiv(base, 2 ** int(shift))
+
+
+def _minmax(node):
+    def convert(c: _Converter, e):
+        values = [c.value(a) for a in e.args]
+        if any(isinstance(v, _Real) for v in values):
+            raise UnsupportedExpression(f"min/max of float values: {e}")
+        return node(*values)
+    return convert
+
+
+_HANDLERS: dict[type, Callable] = {
+    sympy.Add: lambda c, e: c._combine(lambda v: sympy.Add(*v), e.args),
+    sympy.Mul: lambda c, e: c._combine(lambda v: sympy.Mul(*v), e.args),
+    sympy.Pow: _pow,
+    T.PowByNatural: _pow,
+    T.FloorDiv: _floordiv,            # CleanDiv is a FloorDiv subclass: same value, known exact
+    T.PythonMod: _mod,
+    T.Mod: _mod,                      # torch's Mod is only used with non-negative arguments
+    sympy.Mod: _mod,
+    T.ModularIndexing: _modular_indexing,
+    T.IntTrueDiv: lambda c, e: c.true_div(*e.args),
+    T.FloatTrueDiv: lambda c, e: c.true_div(*e.args),
+    T.ToFloat: lambda c, e: (lambda v: v if isinstance(v, _Real) else _Real(v))(c.value(e.args[0])),
+    T.Identity: lambda c, e: c.value(e.args[0]),
+    T.FloorToInt: lambda c, e: c.rounded(e, "floor"),
+    T.CeilToInt: lambda c, e: c.rounded(e, "ceil"),
+    T.TruncToInt: lambda c, e: c.rounded(e, "trunc"),
+    sympy.floor: lambda c, e: c.rounded(e, "floor"),
+    sympy.ceiling: lambda c, e: c.rounded(e, "ceil"),
+    T.LShift: _lshift,
+    T.RShift: _rshift,
+    T.Max: _minmax(Max),
+    T.Min: _minmax(Min),
+    sympy.Max: _minmax(Max),
+    sympy.Min: _minmax(Min),
+}
+
+_RELATIONS = {
+    sympy.Eq: "==", sympy.Ne: "!=", sympy.Lt: "<", sympy.Le: "<=", sympy.Gt: ">", sympy.Ge: ">=",
+}
+
+
+def to_term(expr, rename: Mapping | None = None) -> Expr:
+    """The shapeproof term for an integer-valued torch sympy expression.
+
+    ``rename`` maps torch symbols (or their names) to shapeproof terms or names.
+    """
+    return _Converter(rename).term(sympy.sympify(expr) if not isinstance(expr, sympy.Basic) else expr)
+
+
+def to_condition(expr, rename: Mapping | None = None) -> F.Formula:
+    """The shapeproof condition for a torch sympy boolean (Eq/Ne/Lt/.../And/Or/Not/true/false)."""
+    return _Converter(rename).condition(expr)
+
+
+def bounds_of(value_range) -> tuple[int | None, int | None]:
+    """``(lo, hi)`` of a torch ``ValueRanges``, with infinities as None."""
+    def end(v):
+        if isinstance(v, (T.IntInfinity, T.NegativeIntInfinity)) or v in (sympy.oo, -sympy.oo):
+            return None
+        try:
+            return int(v)
+        except (TypeError, ValueError):
+            return None
+    return end(value_range.lower), end(value_range.upper)

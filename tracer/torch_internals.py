@@ -1,0 +1,46 @@
+"""The one door to torch's private APIs (torch 2.13); ``tests/test_torch_internals.py`` pins each name.
+
+Everything shapeproof uses from torch that is not public API is imported
+here and only here, so a torch upgrade that moves one of them fails loudly in
+one test instead of somewhere deep in a trace.
+"""
+from __future__ import annotations
+
+from torch._guards import TracingContext, tracing
+from torch._ops import OpOverload
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.export.dynamic_shapes import _DerivedDim as DerivedDim
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv as TorchShapeEnv
+from torch.utils._sympy.functions import (
+    CeilToInt, CleanDiv, FloatTrueDiv, FloorDiv, FloorToInt, Identity, IntTrueDiv, LShift, Max, Min, Mod,
+    ModularIndexing, PowByNatural, PythonMod, RShift, ToFloat, TruncToInt,
+)
+from torch.utils._sympy.numbers import IntInfinity, NegativeIntInfinity
+
+# (name, object) pairs the pin test checks; add a row when touching a new private name.
+PINNED = {
+    "TracingContext": TracingContext, "tracing": tracing, "OpOverload": OpOverload,
+    "FakeTensorMode": FakeTensorMode, "DerivedDim": DerivedDim,
+    "GuardOnDataDependentSymNode": GuardOnDataDependentSymNode, "TorchShapeEnv": TorchShapeEnv,
+    "CeilToInt": CeilToInt, "CleanDiv": CleanDiv, "FloatTrueDiv": FloatTrueDiv, "FloorDiv": FloorDiv,
+    "FloorToInt": FloorToInt, "Identity": Identity, "IntTrueDiv": IntTrueDiv, "LShift": LShift, "Max": Max,
+    "Min": Min, "Mod": Mod, "ModularIndexing": ModularIndexing, "PowByNatural": PowByNatural,
+    "PythonMod": PythonMod, "RShift": RShift, "ToFloat": ToFloat, "TruncToInt": TruncToInt,
+    "IntInfinity": IntInfinity, "NegativeIntInfinity": NegativeIntInfinity,
+}
+
+# ShapeEnv methods EngineShapeEnv overrides, with the parameters it relies on.
+OVERRIDDEN_SHAPE_ENV_METHODS = {
+    "_init": [],
+    "create_symbol": ["val", "source", "dynamic_dim", "constraint_dim", "positive", "do_not_specialize_zero_one",
+                      "symbolic_context"],
+    "create_unbacked_symint": ["source"],
+    "create_unbacked_symbool": [],
+    "_constrain_range_for_size": ["a", "min", "max"],
+    "_maybe_evaluate_static": ["expr", "unbacked_only", "compute_hint", "size_oblivious", "axioms", "var_to_range"],
+    "evaluate_expr": ["orig_expr", "hint", "fx_node", "size_oblivious", "fallback_value", "forcing_spec"],
+    "guard_or_defer_runtime_assert": ["orig_expr", "msg", "fx_node"],
+}
+# ShapeEnv attributes EngineShapeEnv reads.
+READ_SHAPE_ENV_ATTRIBUTES = ["guards", "deferred_runtime_asserts", "var_to_range", "source_name_to_debug_name"]
