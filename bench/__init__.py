@@ -1,0 +1,1 @@
+"""Benchmarks: solver strategies, exports and the engine as a service, with reproducible tables."""

@@ -1,0 +1,99 @@
+"""torch's sympy shape expressions convert to shapeproof terms with the same values."""
+import itertools
+
+import pytest
+import sympy
+import torch
+from torch.utils._sympy.numbers import int_oo
+from torch.utils._sympy.value_ranges import ValueRanges
+
+from shapeproof.solver import evaluate_term, holds
+from shapeproof.tracer import torch_internals as T
+from shapeproof.tracer.sympy_bridge import UnsupportedExpression, bounds_of, to_condition, to_term
+
+s0 = sympy.Symbol("s0", integer=True, positive=True)
+s1 = sympy.Symbol("s1", integer=True, positive=True)
+x = sympy.Symbol("x", integer=True)
+
+POSITIVE = [(a, b) for a, b in itertools.product(range(1, 13), range(1, 7))]
+SIGNED = [(a, b) for a, b in itertools.product(range(-9, 10), range(1, 6))]
+
+# (expression over (first, second), the symbols, value grid)
+TERMS = [
+    ("FloorDiv", lambda a, b: T.FloorDiv(a, b), (x, s1), SIGNED),
+    ("CleanDiv", lambda a, b: T.CleanDiv(a * b, b), (x, s1), SIGNED),
+    ("PythonMod", lambda a, b: T.PythonMod(a, b), (x, s1), SIGNED),
+    ("Mod (non-negative)", lambda a, b: T.Mod(a, b), (s0, s1), POSITIVE),
+    ("ModularIndexing", lambda a, b: T.ModularIndexing(a, b, 3), (s0, s1), POSITIVE),
+    ("torch CeilDiv", lambda a, b: torch.utils._sympy.functions.CeilDiv(a, b), (s0, s1), POSITIVE),
+    ("FloorToInt(IntTrueDiv)", lambda a, b: T.FloorToInt(T.IntTrueDiv(a, b)), (x, s1), SIGNED),
+    ("CeilToInt(IntTrueDiv)", lambda a, b: T.CeilToInt(T.IntTrueDiv(a, b)), (x, s1), SIGNED),
+    ("TruncToInt(FloatTrueDiv)", lambda a, b: T.TruncToInt(T.FloatTrueDiv(T.ToFloat(a), T.ToFloat(b))), (x, s1),
+     SIGNED),
+    ("Max/Min", lambda a, b: T.Max(a, b) - T.Min(a, 2 * b), (x, s1), SIGNED),
+    ("PowByNatural", lambda a, b: T.PowByNatural(a, 2) + b, (x, s1), SIGNED),
+    ("LShift/RShift", lambda a, b: T.LShift(a, 2) + T.RShift(a, 1), (s0, s1), POSITIVE),
+    ("Identity", lambda a, b: T.Identity(a + b), (x, s1), SIGNED),
+    ("nested", lambda a, b: T.FloorDiv(T.PythonMod(3 * a + 1, b) + a, b + 1), (x, s1), SIGNED),
+]
+
+
+def _value(e):
+    return int(e)
+
+
+@pytest.mark.parametrize("name,build,syms,grid", TERMS, ids=[t[0] for t in TERMS])
+def test_terms_have_the_same_values(name, build, syms, grid):
+    expr = build(*syms)
+    term = to_term(expr)
+    for a, b in grid:
+        expected = _value(expr.xreplace({syms[0]: sympy.Integer(a), syms[1]: sympy.Integer(b)}))
+        assert evaluate_term(term, {syms[0].name: a, syms[1].name: b}) == expected, (name, a, b)
+
+
+CONDITIONS = [
+    sympy.Eq(T.Mod(s0, 4), 0), sympy.Ne(T.FloorDiv(s0, 2), s1), sympy.Lt(s0, 2 * s1), sympy.Le(s0, s1 + 3),
+    sympy.Gt(T.FloorDiv(s0 * s1, s1), 5), sympy.Ge(s0, T.Max(s1, 4)),
+    sympy.And(sympy.Ne(s0, 1), sympy.Eq(T.Mod(s0, 2), 0)), sympy.Or(sympy.Eq(s0, s1), sympy.Gt(s0, 9)),
+    sympy.Not(sympy.Eq(s0, 3)), sympy.Lt(T.IntTrueDiv(s0, 3), 2),
+]
+
+
+@pytest.mark.parametrize("cond", CONDITIONS, ids=[str(c) for c in CONDITIONS])
+def test_conditions_have_the_same_truth(cond):
+    converted = to_condition(cond)
+    for a, b in POSITIVE:
+        assert holds(converted, {"s0": a, "s1": b}) == bool(cond.xreplace({s0: a, s1: b})), (a, b)
+
+
+def test_renaming_maps_torch_symbols():
+    term = to_term(T.FloorDiv(s0, 2), rename={s0: "T"})
+    assert {s.name for s in term.free_symbols} == {"T"}
+
+
+def test_ranges_map_infinity_to_none():
+    assert bounds_of(ValueRanges(2, int_oo)) == (2, None)
+    assert bounds_of(ValueRanges(-int_oo, 5)) == (None, 5)
+
+
+@pytest.mark.parametrize("expr", [T.FloorDiv(s0, 2) + sympy.Symbol("zf", real=True),
+                                  torch.utils._sympy.functions.RoundToInt(T.IntTrueDiv(s0, 3)),
+                                  torch.utils._sympy.functions.Where(sympy.Eq(s0, 1), s0, s1)])
+def test_unsupported_expressions_say_what_they_are(expr):
+    with pytest.raises(UnsupportedExpression):
+        to_term(expr)
+
+
+def test_real_guards_from_a_trace_hold_at_the_example():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def fn(x):
+        y = torch.nn.functional.pad(x, (0, (-x.shape[1]) % 4))
+        return y.view(x.shape[0] // 2, 2, -1, 4)
+
+    gm = make_fx(fn, tracing_mode="symbolic")(torch.randn(10, 13))
+    env = gm.shape_env
+    hints = {str(s): int(v) for s, v in env.backed_var_to_val.items()}
+    assert env.guards, "the trace should record guards"
+    for guard in env.guards:
+        assert holds(to_condition(guard.expr), hints), guard.expr

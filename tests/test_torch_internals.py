@@ -1,0 +1,53 @@
+"""Every private torch name shapeproof touches, pinned: a torch release that moves one fails here, loudly."""
+import inspect
+
+import pytest
+import torch
+
+from shapeproof.tracer import torch_internals as door
+from shapeproof.tracer.engine_env import EngineShapeEnv
+
+
+def test_torch_version_is_in_the_supported_range():
+    major, minor = (int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+    assert (2, 13) <= (major, minor) < (2, 15)
+
+
+@pytest.mark.parametrize("name", sorted(door.PINNED))
+def test_pinned_name_exists(name):
+    obj = door.PINNED[name]
+    assert obj is not None and (inspect.isclass(obj) or callable(obj)), name
+
+
+@pytest.mark.parametrize("method", sorted(door.OVERRIDDEN_SHAPE_ENV_METHODS))
+def test_overridden_shape_env_method_keeps_its_parameters(method):
+    base = getattr(door.TorchShapeEnv, method)
+    params = inspect.signature(base).parameters
+    for name in door.OVERRIDDEN_SHAPE_ENV_METHODS[method]:
+        assert name in params, f"torch.ShapeEnv.{method} lost parameter {name!r}"
+    assert method in EngineShapeEnv.__dict__, f"EngineShapeEnv no longer overrides {method}"
+
+
+def test_shape_env_attributes_we_read_exist():
+    env = EngineShapeEnv(tracked_fakes=[])
+    for name in door.READ_SHAPE_ENV_ATTRIBUTES:
+        assert hasattr(env, name), name
+
+
+def test_maybe_evaluate_static_keeps_a_cache_clear():
+    # torch's _refine_ranges calls self._maybe_evaluate_static.cache_clear()
+    assert callable(EngineShapeEnv._maybe_evaluate_static.cache_clear)
+
+
+def test_non_strict_export_reuses_an_ambient_tracing_context():
+    """The injection point: make_fake_inputs takes the fake mode of an active TracingContext."""
+    import torch._export.non_strict_utils as non_strict_utils
+
+    source = inspect.getsource(non_strict_utils.make_fake_inputs)
+    assert "TracingContext.try_get()" in source and "context.fake_mode" in source
+
+
+def test_derived_dims_expose_root_and_fn():
+    h = torch.export.Dim("h", min=2, max=9)
+    d = 3 * h + 1
+    assert isinstance(d, door.DerivedDim) and d.root is h and (d.fn(0), d.fn(1)) == (1, 4)
