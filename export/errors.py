@@ -42,7 +42,8 @@ class ExportError(Exception):
                 lines.append(f"    from {ex.where['op']}")
             if ex.counterexample:
                 point = ", ".join(f"{k} = {v}" for k, v in ex.counterexample.items())
-                lines.append(f"    fails at {point}: " + "; ".join(f"{e} = {v}" for e, v in ex.steps[-3:]))
+                lines.append(f"    fails at {point}: " + "; ".join(
+                    f"{e} {'is' if v in ('True', 'False') else '='} {v}" for e, v in ex.steps[-3:]))
             for fix in ex.fixes[:3]:
                 kept = f" (keeps {fix.kept:.0%} of the range)" if fix.kept is not None else ""
                 lines.append(f"    fix: {fix.description}{kept}")

@@ -224,14 +224,14 @@ class ShapeEnv:
         term = self.knowledge.term(_as_term(expr))
         return Normalizer(TightBounds(self.ranges), Deadline(self.timeout))(term)
 
-    def statically_known(self, cond, size_oblivious: bool = False) -> bool | None:
+    def statically_known(self, cond, size_oblivious: bool = False, where: Provenance | None = None) -> bool | None:
         """True/False when provable from what is known, else None; never records anything.
 
         The example values (when all sizes have one) satisfy every fact, so only
         the direction they take can be provable: one solver call instead of two.
         """
         c = self.knowledge.condition(_as_condition(cond))
-        return self._decide(c, self._hint_truth(c), "static", size_oblivious or self._oblivious > 0)
+        return self._decide(c, self._hint_truth(c), "static", size_oblivious or self._oblivious > 0, where)
 
     def known_from_ranges(self, cond, ranges: dict) -> bool | None:
         """True/False when provable from ``ranges`` alone (no learned facts), else None."""
@@ -321,23 +321,24 @@ class ShapeEnv:
             ranges[s] = (lo, hi)
         return ranges
 
-    def _solve(self, goal: F.Formula, purpose: str, oblivious: bool) -> Verdict:
+    def _solve(self, goal: F.Formula, purpose: str, oblivious: bool, where: Provenance | None) -> Verdict:
         facts = self.knowledge.relevant_facts(goal)
         syms = set(goal.free_symbols).union(*(f.free_symbols for f in facts))
         ranges = self._ranges_for(syms, oblivious)
         verdict = prove(goal, ranges=ranges, facts=facts, strategy=self.strategy, timeout=self.timeout)
         if self.log_queries:
             self.queries.append(Query(goal, facts, {s.name: r for s, r in ranges.items()}, verdict.strategy,
-                                      verdict.status.value, verdict.seconds, purpose))
+                                      verdict.status.value, verdict.seconds, purpose, where or capture()))
         return verdict
 
-    def _decide(self, c: F.Formula, hint: bool | None, purpose: str, oblivious: bool) -> bool | None:
+    def _decide(self, c: F.Formula, hint: bool | None, purpose: str, oblivious: bool,
+                where: Provenance | None = None) -> bool | None:
         """Prove ``c`` or its negation; with a hint only the direction the hint allows can succeed."""
         if isinstance(c, F.Const):
             return c.value
-        if hint is not False and self._solve(c, purpose, oblivious).proven:
+        if hint is not False and self._solve(c, purpose, oblivious, where).proven:
             return True
-        if hint is not True and self._solve(F.neg(c), purpose, oblivious).proven:
+        if hint is not True and self._solve(F.neg(c), purpose, oblivious, where).proven:
             return False
         return None
 

@@ -84,7 +84,7 @@ class Explanation:
         if self.counterexample is not None:
             point = ", ".join(f"{k} = {v}" for k, v in self.counterexample.items())
             lines.append(f"  fails at:   {point}")
-            lines += [f"      {expr} = {value}" for expr, value in self.steps]
+            lines += [f"      {expr} {'is' if value in ('True', 'False') else '='} {value}" for expr, value in self.steps]
         for note in self.notes:
             lines.append(f"  note:       {note}")
         if self.fixes:

@@ -53,4 +53,5 @@ class Query:
     strategy: str = ""
     status: str = ""
     seconds: float = 0.0
-    purpose: str = ""      # "evaluate", "size_oblivious", "check", "produce_guards", ...
+    purpose: str = ""      # "evaluate", "size_oblivious", "check", "static", ...
+    where: Provenance | None = None

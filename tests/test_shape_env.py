@@ -196,5 +196,6 @@ def test_explanation_leads_with_what_the_user_controls():
     assert ("(T % 4)", "0") in ex.steps and ("(T % 4) != 0", "False") in ex.steps
     assert {f.kind for f in ex.fixes} >= {"multiple"}
     text = ex.text
+    assert "(T % 4) != 0 is False" in text
     assert text.index("test_shape_env.py") < text.index("fails at") < text.index("fixes") < text.index("engine form")
     assert ex.to_dict()["counterexample"] == {"T": 4}

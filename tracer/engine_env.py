@@ -99,6 +99,7 @@ def current_op() -> str | None:
 
 
 def _provenance() -> Provenance:
+    """The user's frame and the ATen op at the point torch asked (called from inside a hook)."""
     return capture(op=current_op(), start=sys._getframe(2))
 
 
@@ -226,7 +227,7 @@ class EngineShapeEnv(TorchShapeEnv):
                 if isinstance(engine_sym, sympy.Symbol) and sym in self.var_to_range:
                     ranges[engine_sym] = bounds_of(self.var_to_range[sym])
             return self.engine.known_from_ranges(self.engine.knowledge.condition(cond), ranges)
-        return self.engine.statically_known(cond, size_oblivious=size_oblivious)
+        return self.engine.statically_known(cond, size_oblivious=size_oblivious, where=_provenance())
 
     def evaluate_expr(self, orig_expr, hint=None, fx_node=None, size_oblivious=False, fallback_value=None, *,
                       forcing_spec=False):
