@@ -83,10 +83,13 @@ def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, d
 def suggest_dynamic_shapes(error: ExportError, dynamic_shapes):
     """``dynamic_shapes`` with the best verified fix of every violation in ``error`` applied.
 
-    "Best" is the fix that keeps the most of the declared range; fixes on the
-    same dim are intersected, so re-exporting with the result satisfies every
-    violated guard at once.
+    Uses the report's combined fix (one per dim, verified to satisfy every
+    violated guard at once) when there is one; otherwise the best fix of each
+    violation (the one keeping the most of the declared range), intersected
+    per dim.
     """
+    if error.report.combined_fixes is not None:
+        return apply_fixes(dynamic_shapes, error.report.combined_fixes)
     fixes = [next(f for f in ex.fixes if f.kind != "rewrite") for ex in error.violations
              if any(f.kind != "rewrite" for f in ex.fixes)]
     return apply_fixes(dynamic_shapes, fixes)

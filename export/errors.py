@@ -49,6 +49,10 @@ class ExportError(Exception):
                 lines.append(f"    fix: {fix.description}{kept}")
         if len(self.violations) > _MAX_LISTED:
             lines.append(f"\n... and {len(self.violations) - _MAX_LISTED} more (see error.violations)")
-        lines.append("\nshapeproof.suggest_dynamic_shapes(error, dynamic_shapes) applies the first fix of each.")
+        combined = self.report.combined_fixes
+        if combined:
+            lines.append("\nTogether, verified to satisfy all of the above: " + "; ".join(f.description for f in combined))
+        lines.append("\nshapeproof.suggest_dynamic_shapes(error, dynamic_shapes) applies "
+                     + ("that combined fix." if combined else "the best fix of each."))
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import itertools
+
 import numpy as np
 from sympy import Symbol
 
@@ -23,7 +25,7 @@ from shapeproof.solver.api import prove
 from shapeproof.solver.enumerate import holds_along
 from shapeproof.solver.terms import Mod
 
-__all__ = ["Fix", "suggest_fixes"]
+__all__ = ["Fix", "suggest_fixes", "joint_fixes"]
 
 _ENUMERATE_LIMIT = 2_000_000
 _MAX_MODULUS = 64
@@ -182,4 +184,89 @@ def suggest_fixes(env, guard, lifted: F.Formula, timeout: float = 1.0) -> list[F
     fixes.sort(key=lambda f: -1.0 if f.kept is None else -f.kept)   # the most of the declared range first
     if syms:
         fixes += _rewrite_fix(labels[syms[0]], guard)
+    return fixes
+
+
+class _DimState:
+    """What a combined fix allows for one symbol: ``lo <= s <= hi`` and ``s % modulus == remainder``."""
+
+    def __init__(self, lo, hi):
+        self.lo, self.hi, self.modulus, self.remainder = lo, hi, None, 0
+
+    def restrict(self, fix: Fix) -> None:
+        if fix.kind == "range":
+            self.lo = fix.min if self.lo is None else max(self.lo, fix.min)
+            self.hi = fix.max if self.hi is None else (self.hi if fix.max is None else min(self.hi, fix.max))
+        elif fix.kind == "multiple" and self.modulus is None:
+            self.modulus, self.remainder = fix.modulus, fix.remainder
+        elif fix.kind == "static":
+            self.lo = self.hi = fix.value
+
+
+def _holds_jointly(guard: F.Formula, states: dict, timeout: float) -> bool:
+    syms = guard.free_symbols
+    ranges = {s: (states[s].lo, states[s].hi) for s in syms}
+    facts = tuple(F.eq(Mod(s, states[s].modulus), states[s].remainder)
+                  for s in syms if states[s].modulus is not None)
+    return _holds(guard, ranges, facts, timeout)
+
+
+def _congruence_search(env, guard: F.Formula, states: dict, timeout: float) -> dict | None:
+    """Smallest set of dims (then smallest modulus) whose congruence to their example makes ``guard`` hold."""
+    syms = sorted((s for s in guard.free_symbols if states[s].modulus is None and env.symbols[s].hint is not None),
+                  key=lambda s: s.name)
+    for size in range(1, len(syms) + 1):
+        for subset in itertools.combinations(syms, size):
+            for m in range(2, 17):
+                trial = dict(states)
+                for s in subset:
+                    state = _DimState(states[s].lo, states[s].hi)
+                    state.modulus, state.remainder = m, env.symbols[s].hint % m
+                    trial[s] = state
+                if _holds_jointly(guard, trial, timeout):
+                    return {s: trial[s] for s in subset}
+    return None
+
+
+def joint_fixes(env, violations, timeout: float = 1.0) -> list[Fix] | None:
+    """One fix per dim that makes *every* violated guard hold at once, verified; None if none is found.
+
+    Starts from each violation's best single fix, then, for guards still
+    failing under the combination (typically multivariate ones), searches
+    congruences over the fewest dims.  Every guard is re-proven at the end.
+    """
+    syms = set().union(*(v.lifted.free_symbols for v in violations))
+    states = {s: _DimState(*env.symbols[s].range) for s in syms}
+    for v in violations:
+        best = next((f for f in v.fixes if f.kind in ("range", "multiple", "static")), None)
+        if best is not None and len(v.lifted.free_symbols) == 1:
+            states[next(iter(v.lifted.free_symbols))].restrict(best)
+    for v in violations:
+        if not _holds_jointly(v.lifted, states, timeout):
+            found = _congruence_search(env, v.lifted, states, timeout)
+            if found is None:
+                return None
+            states.update(found)
+    if not all(_holds_jointly(v.lifted, states, timeout) for v in violations):
+        return None
+    fixes = []
+    for s, state in sorted(states.items(), key=lambda kv: kv[0].name):
+        info = env.symbols[s]
+        label, declared = info.label, info.declared
+        if (state.lo, state.hi) == info.range and state.modulus is None:
+            continue
+        if state.lo is not None and state.lo == state.hi:
+            fixes.append(Fix("static", label, f"{label} only works as {state.lo}", value=state.lo))
+        elif state.modulus is None:
+            fixes.append(Fix("range", label, f"{label} = {_spec(label, state.lo, state.hi)}", min=state.lo,
+                             max=state.hi, kept=_kept(state.lo, state.hi, declared)))
+        else:
+            m, r = state.modulus, state.remainder
+            root_lo = None if state.lo is None else -((-(state.lo - r)) // m)
+            root_hi = None if state.hi is None else (state.hi - r) // m
+            kept = None if root_lo is None or root_hi is None or declared[1] is None \
+                else (root_hi - root_lo + 1) / _size(*declared)
+            tail = f" + {r}" if r else ""
+            fixes.append(Fix("multiple", label, f"{label} = {m}*{_spec(f'{label}_{m}', root_lo, root_hi)}{tail}",
+                             min=root_lo, max=root_hi, modulus=m, remainder=r, kept=kept))
     return fixes

@@ -19,7 +19,7 @@ from shapeproof.solver import formula as F
 from shapeproof.solver.api import prove
 from shapeproof.solver.verdict import Verdict
 
-from .fixes import Fix, suggest_fixes
+from .fixes import Fix, joint_fixes, suggest_fixes
 from .records import Guard
 
 __all__ = ["Violation", "GuardReport", "produce_guards", "lift"]
@@ -49,6 +49,7 @@ class GuardReport:
     unproven: list[Guard]
     zero_one: list[ZeroOneWarning]
     specialized: list[tuple]          # (source, example size, declared range) of dims declared dynamic
+    combined_fixes: list[Fix] | None = None   # one verified fix per dim that satisfies every violation at once
 
     @property
     def ok(self) -> bool:
@@ -100,4 +101,5 @@ def produce_guards(env, strategy="cascade", timeout: float = 2.0) -> GuardReport
                                 timeout=timeout)
             if at_declared.refuted:
                 zero_one.append(ZeroOneWarning(guard, _labelled(env, at_declared.counterexample)))
-    return GuardReport(list(env.guards), violations, unproven, zero_one, list(env.specialized))
+    combined = joint_fixes(env, violations, timeout) if violations else None
+    return GuardReport(list(env.guards), violations, unproven, zero_one, list(env.specialized), combined)

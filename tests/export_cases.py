@@ -171,7 +171,15 @@ CASES = [
          [{"B": 2}, {"B": 16}, {"B": 4}, {"B": 5}, {"B": 11}]),
 ]
 
+class Unshuffle(nn.Module):
+    def forward(self, x):                    # needs H and W even
+        return F.pixel_unshuffle(x, 2)
+
+
 FAILING = {
+    "unshuffle_plain_dims": Case("unshuffle_plain_dims", lambda: (Unshuffle(), _randn(2, 3, 8, 6),
+                                 ({0: Dim("B", min=1, max=4), 2: Dim("H", min=4, max=64), 3: Dim("W", min=4, max=64)},)),
+                                 lambda d: _randn(d["B"], 3, d["H"], d["W"])),
     "branch_on_remainder": Case("branch_on_remainder", lambda: (BranchOnRemainder(), _randn(2, 50, 8),
                                 ({0: Dim("B", min=1, max=8), 1: Dim("T", min=2, max=1024)},)),
                                 lambda d: _randn(d["B"], d["T"], 8)),

@@ -91,3 +91,17 @@ def test_real_violation_is_explained_and_fixable():
     fixed = shapeproof.suggest_dynamic_shapes(err.value, spec)
     ep = shapeproof.export(model, args, dynamic_shapes=fixed)   # the suggestion really works
     assert isinstance(ep, torch.export.ExportedProgram)
+
+
+def test_multivariate_violation_gets_a_joint_fix_that_works():
+    case = FAILING["unshuffle_plain_dims"]
+    model, args, spec = case.build()
+    with pytest.raises(ExportError) as err:
+        shapeproof.export(model, args, dynamic_shapes=spec)
+    combined = {f.dim: (f.kind, f.modulus) for f in err.value.report.combined_fixes}
+    assert combined == {"H": ("multiple", 2), "W": ("multiple", 2)}
+    fixed = shapeproof.suggest_dynamic_shapes(err.value, spec)
+    ep = shapeproof.export(model, args, dynamic_shapes=fixed)
+    for dims in ({"B": 1, "H": 4, "W": 64}, {"B": 4, "H": 64, "W": 4}, {"B": 3, "H": 10, "W": 22}):
+        x = case.make_inputs(dims)
+        assert torch.equal(ep.module()(*x), model(*x))

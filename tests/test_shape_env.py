@@ -199,3 +199,14 @@ def test_explanation_leads_with_what_the_user_controls():
     assert "(T % 4) != 0 is False" in text
     assert text.index("test_shape_env.py") < text.index("fails at") < text.index("fixes") < text.index("engine form")
     assert ex.to_dict()["counterexample"] == {"T": 4}
+
+
+def test_joint_fix_covers_guards_that_need_several_dims():
+    env = ShapeEnv()
+    h = dim(env, 8, "x.size(2)", declared=(4, 64), name="H")
+    w = dim(env, 6, "x.size(3)", declared=(4, 64), name="W")
+    env.evaluate(f"3*{h}*{w} == 12*({h} // 2)*({w} // 2)")      # pixel_unshuffle's check
+    report = env.produce_guards()
+    (violation,) = report.violations
+    assert violation.fixes == []                                 # no single-dim fix can work
+    assert sorted((f.dim, f.modulus, f.remainder) for f in report.combined_fixes) == [("H", 2, 0), ("W", 2, 0)]
