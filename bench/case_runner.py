@@ -35,7 +35,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_REGISTRY = REPO.parent / "shared" / "corpus" / "cases.py"
-EXPORTERS = ("torch", "shapeproof")
+EXPORTERS = ("torch", "shapeproof")      # also "split": shapeproof with split=True
 
 
 # ---------------------------------------------------------------------------- registry and inputs
@@ -167,8 +167,31 @@ def _export(exporter: str, model, args, spec, strategy: str):
         return torch.export.export(model, args, dynamic_shapes=spec, strict=False), None
     import shapeproof
 
-    result = shapeproof.export_with_report(model, args, dynamic_shapes=spec, strategy=strategy)
+    result = shapeproof.export_with_report(model, args, dynamic_shapes=spec, strategy=strategy,
+                                           split=exporter == "split")
     return result.program, result
+
+
+def region_points(package, example: dict, scan: int = 4096) -> list[dict]:
+    """Both ends of every region of a SplitProgram, along each dim with the others at the example."""
+    from shapeproof.solver.evaluate import truth
+    from shapeproof.solver.terms import symbol
+
+    points = []
+    for pred in package.predicates:
+        for var, (lo, hi) in package.box.items():
+            if var not in example:
+                continue
+            hi = min(hi if hi is not None else lo + scan, lo + scan)
+
+            def inside(v):
+                env = {symbol(k): x for k, x in {**example, var: v}.items()}
+                return truth(pred, env) is True
+
+            low = next((v for v in range(lo, hi + 1) if inside(v)), None)
+            high = next((v for v in range(hi, lo - 1, -1) if inside(v)), None)
+            points += [{**example, var: v} for v in (low, high) if v is not None]
+    return points
 
 
 def _check_failure(error, case, model, args, spec, strategy) -> dict:
@@ -211,7 +234,17 @@ def compare_eager_only(model, args) -> str:
             return "eager fails"
 
 
-def run_case(name: str, registry: Path, exporter: str, strategy: str = "cascade") -> dict:
+def _query_stats(row: dict, engine, name: str, log_dir: Path | None) -> None:
+    """The engine's questions during the export: counts, solver time, and the replayable log."""
+    from shapeproof.shapes.querylog import summarize, write_log
+
+    row["queries"] = summarize((q.status for q in engine.queries), (q.seconds for q in engine.queries))
+    if log_dir is not None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        row["query_log"] = str(write_log(engine.queries, log_dir / f"{name}__{row['strategy']}.jsonl"))
+
+
+def run_case(name: str, registry: Path, exporter: str, strategy: str = "cascade", log_dir: Path | None = None) -> dict:
     import torch
 
     warnings.filterwarnings("ignore")
@@ -225,19 +258,30 @@ def run_case(name: str, registry: Path, exporter: str, strategy: str = "cascade"
     except Exception as exc:
         row.update(status="failed", seconds=time.perf_counter() - start, error_type=type(exc).__name__,
                    error=(str(exc).strip().splitlines() or [""])[0][:300], message=str(exc)[:6000])
-        if exporter == "shapeproof" and type(exc).__name__ == "ExportError":
+        if exporter != "torch" and type(exc).__name__ == "ExportError":
+            if getattr(exc, "engine", None) is not None:
+                _query_stats(row, exc.engine, name, log_dir)
             row.update(_check_failure(exc, case, model, args, spec, strategy))
-        elif exporter == "shapeproof":
+        elif exporter != "torch":
             row["traceback"] = traceback.format_exc()[-3000:]
         return row
     row.update(status="exported", seconds=time.perf_counter() - start,
                guards_code=len(getattr(ep, "_guards_code", []) or []),
-               range_constraints={str(k): [str(v.lower), str(v.upper)] for k, v in ep.range_constraints.items()})
+               range_constraints={str(k): [str(v.lower), str(v.upper)]
+                                  for k, v in getattr(ep, "range_constraints", {}).items()})
+    points = dim_points(args, spec, case.alt_dims)
     if result is not None:
+        _query_stats(row, result.engine, name, log_dir)
         row["discharged"] = len(result.discharged)
         row["kept_guards"] = len(result.report.kept_guards)
+        if result.regions is not None:
+            row["regions"] = result.regions.describe()
+            row["traces"] = len(result.regions.traces)
+            row["input_checks"] = getattr(ep, "_guards_code", None)
+        if hasattr(ep, "predicates"):
+            points += [p for p in region_points(ep, points[0]) if p not in points]
     checks = []
-    for k, point in enumerate(dim_points(args, spec, case.alt_dims)):
+    for k, point in enumerate(points):
         inputs = args if k == 0 else inputs_for(args, spec, point, seed=k)
         checks.append({"dims": point, "result": compare(ep, model, inputs)})
     row["checks"] = checks
@@ -246,17 +290,22 @@ def run_case(name: str, registry: Path, exporter: str, strategy: str = "cascade"
 
 # ---------------------------------------------------------------------------- driver
 
-def _one(name: str, exporter: str, args) -> dict:
+def _one(name: str, exporter: str, args, strategy: str | None = None, log_dir: Path | None = None) -> dict:
+    """Run one (case, exporter) in a fresh interpreter with a timeout; the row it prints."""
     cmd = [sys.executable, "-m", "bench.case_runner", "--one", name, "--exporter", exporter,
-           "--registry", str(args.registry), "--strategy", args.strategy]
+           "--registry", str(args.registry), "--strategy", strategy or args.strategy]
+    if log_dir is not None:
+        cmd += ["--log-dir", str(log_dir)]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, cwd=REPO,
                               env={**os.environ, "PYTHONWARNINGS": "ignore"})
     except subprocess.TimeoutExpired:
-        return {"case": name, "exporter": exporter, "status": "timeout", "seconds": args.timeout}
+        return {"case": name, "exporter": exporter, "strategy": strategy or args.strategy, "status": "timeout",
+                "seconds": args.timeout}
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     if not lines:
-        return {"case": name, "exporter": exporter, "status": "error", "error": done.stderr[-800:]}
+        return {"case": name, "exporter": exporter, "strategy": strategy or args.strategy, "status": "error",
+                "error": done.stderr[-800:]}
     return json.loads(lines[-1])
 
 
@@ -276,7 +325,8 @@ def summary_cell(row: dict | None) -> str:
     if row is None:
         return ""
     if row["status"] == "exported":
-        return f"OK ({differential(row)})"
+        regions = f", {len(row['regions'])} region(s) from {row['traces']} traces" if row.get("regions") else ""
+        return f"OK ({differential(row)}{regions})"
     if row["status"] == "failed" and row.get("violations") is not None:
         parts = []
         for v in row["violations"][:2]:
@@ -337,10 +387,11 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "cases")
     parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--log-dir", type=Path, help="write each export's query log (JSONL) here")
     args = parser.parse_args(argv)
 
     if args.one:
-        print(json.dumps(run_case(args.one, args.registry, args.exporter, args.strategy), default=str))
+        print(json.dumps(run_case(args.one, args.registry, args.exporter, args.strategy, args.log_dir), default=str))
         return 0
     cases = load_registry(args.registry)
     names = [n for n in cases if (not args.cases or n in args.cases.split(","))

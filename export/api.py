@@ -2,30 +2,43 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 
 import torch
 from torch.export import ExportedProgram
 
 from shapeproof.shapes import GuardReport, ShapeEnv
 from shapeproof.shapes.records import Query
+from shapeproof.shapes.report import lift
 from shapeproof.solver.api import DEFAULT_TIMEOUT
-from shapeproof.tracer.engine_env import TorchDataDependentError, engine_tracing
+from shapeproof.tracer.engine_env import TorchDataDependentError
+from shapeproof.tracer.torch_internals import EXPORTED_PROGRAM_GUARDS_ATTRIBUTE
 
 from .errors import ExportError
-from .specs import apply_fixes, dim_specs, normalize_spec
+from .regions import RegionSearch, python_guard, search_regions, trace, variable_sources
+from .specs import apply_fixes, normalize_spec
+from .split import SplitProgram, split_program
 
 __all__ = ["export", "export_with_report", "ExportResult", "suggest_dynamic_shapes"]
 
 
 @dataclass
 class ExportResult:
-    """An exported program plus what the engine did to get it."""
+    """An exported program plus what the engine did to get it.
 
-    program: ExportedProgram
+    ``program`` is torch's ``ExportedProgram``, or a ``SplitProgram`` (one
+    member per region) when ``split=True`` needed several.  ``regions`` is the
+    region search when the first trace's guards did not hold everywhere.
+    """
+
+    program: ExportedProgram | SplitProgram
     engine: ShapeEnv
     report: GuardReport
     seconds: float
+    model_name: str = ""           # the model's class name, for reports
+    regions: RegionSearch | None = None
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def discharged(self) -> list[Query]:
@@ -44,40 +57,95 @@ def _data_dependent_cause(exc: BaseException | None) -> TorchDataDependentError 
 
 
 def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dynamic_shapes=None,
-                       strategy="cascade", timeout: float = DEFAULT_TIMEOUT) -> ExportResult:
+                       strategy="cascade", timeout: float = DEFAULT_TIMEOUT, split: bool = False,
+                       max_regions: int = 8) -> ExportResult:
     """Like ``export``, returning the ``ExportResult`` (program, engine, guard report, time)."""
     spec = normalize_spec(dynamic_shapes, model, args, kwargs)
-    engine = ShapeEnv(strategy=strategy, timeout=timeout)
-    context, _ = engine_tracing(engine, dim_specs(spec))
     start = time.perf_counter()
-    program, failure = None, None
-    with context:
-        try:
-            program = torch.export.export(model, args, kwargs, dynamic_shapes=spec, strict=False)
-        except Exception as exc:  # decided below: a shape violation becomes ExportError, anything else re-raises
-            failure = exc
-    data_dependent = _data_dependent_cause(failure)
+    first = trace(model, args, kwargs, spec, strategy, timeout)
+    data_dependent = _data_dependent_cause(first.failure)
     if data_dependent is not None:
         raise data_dependent.with_traceback(None) from None
-    report = engine.produce_guards()
-    if not report.ok:
-        raise ExportError(report, [engine.explain(v) for v in report.violations], engine.notes, failure) from failure
-    if failure is not None:
-        raise failure
-    return ExportResult(program, engine, report, time.perf_counter() - start)
+    report, name = first.report, type(model).__name__
+
+    def result(program, search=None, warnings=()):
+        return ExportResult(program, first.engine, report, time.perf_counter() - start, name, search,
+                            list(warnings))
+
+    def error(notes=()):
+        return ExportError(report, [first.engine.explain(v) for v in report.violations],
+                           first.engine.notes + list(notes), first.failure, engine=first.engine,
+                           seconds=time.perf_counter() - start, model_name=name)
+
+    if report.specialized:
+        raise error() from first.failure
+    if not report.violations:
+        if first.failure is not None:
+            raise first.failure
+        return result(first.program)
+    if first.program is None:
+        raise error() from first.failure
+    # without split, several programs are only usable as torch-style input checks over several dims
+    single_dim = any(len(lift(first.engine, v.guard.condition).free_symbols) < 2 for v in report.violations)
+    search = search_regions(model, args, kwargs, spec, first, strategy=strategy, timeout=timeout,
+                            max_regions=max_regions, one_program_only=not split and single_dim)
+    if search.covered and len(search.regions) == 1:
+        # every trace gave this graph: the violated guards only chose between identical code paths
+        setattr(first.program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE, [])
+        return result(first.program, search)
+    if search.covered and split:
+        return result(split_program(model, first, search), search)
+    kept = _torch_compatible_checks(first, search) if search.covered else None
+    if kept is not None:
+        setattr(first.program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE, [kept])
+        message = ("the program rejects inputs outside its region (like torch.export, which keeps guards over "
+                   f"several dims as input checks): {kept}; export with split=True for one package covering "
+                   "every region")
+        warnings.warn(f"shapeproof.export: {message}", stacklevel=2)
+        return result(first.program, search, [message])
+    raise error(_region_notes(search, split)) from first.failure
+
+
+def _torch_compatible_checks(first, search) -> str | None:
+    """The first region's predicate as an input check, when torch.export would also keep one.
+
+    torch.export fails on a guard over one dim it cannot prove, but keeps a
+    guard over several dims as an input check of the program; shapeproof does
+    the same (accepting the whole region, a superset of what torch accepts)
+    rather than fail where torch exports.
+    """
+    if any(len(lift(first.engine, v.guard.condition).free_symbols) < 2 for v in first.report.violations):
+        return None   # torch.export itself fails on a guard over one dim
+    return python_guard(search.regions[0].predicate, variable_sources(first.sizes))
+
+
+def _region_notes(search: RegionSearch, split: bool) -> list[str]:
+    if len(search.traces) < 2:
+        return [f"no other region could be traced: {search.reason}"] if search.reason else []
+    lines = ["the model takes different code paths in different parts of the declared ranges:"]
+    lines += [f"  {line}" for line in search.describe()]
+    if search.reason:
+        lines.append(f"  stopped: {search.reason}")
+    if search.covered and not split:
+        lines.append("  export with split=True to get one package of programs covering all of them")
+    return lines
 
 
 def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dynamic_shapes=None,
-           strategy="cascade") -> ExportedProgram:
+           strategy="cascade", split: bool = False, max_regions: int = 8) -> ExportedProgram | SplitProgram:
     """Export ``model`` like ``torch.export.export(..., strict=False)``, proving shape guards with shapeproof.
 
     Returns torch's own ``ExportedProgram`` (save/load, ``.module()`` and
-    ``run_decompositions`` work as usual).  Raises ``ExportError`` when a guard
-    the traced program needs fails for some input in the declared ranges; its
-    message leads with the input dim, the source line, a counterexample and
-    fixes, and ``suggest_dynamic_shapes`` applies them.
+    ``run_decompositions`` work as usual).  When a guard holds on part of the
+    declared ranges only, the model is traced again at a point of the other
+    part: if every region gives the same graph, that program is valid
+    everywhere; if not, ``split=True`` returns a ``SplitProgram`` (a program
+    per region and a dispatcher), and otherwise ``ExportError`` is raised.  Its
+    message leads with the input dim, the source line, a counterexample, the
+    regions found and fixes; ``suggest_dynamic_shapes`` applies the fixes.
     """
-    return export_with_report(model, args, kwargs, dynamic_shapes=dynamic_shapes, strategy=strategy).program
+    return export_with_report(model, args, kwargs, dynamic_shapes=dynamic_shapes, strategy=strategy,
+                              split=split, max_regions=max_regions).program
 
 
 def suggest_dynamic_shapes(error: ExportError, dynamic_shapes):

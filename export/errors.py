@@ -1,7 +1,7 @@
 """``ExportError``: why an export failed, leading with what the user controls."""
 from __future__ import annotations
 
-from shapeproof.shapes import Explanation, GuardReport
+from shapeproof.shapes import Explanation, GuardReport, ShapeEnv
 
 __all__ = ["ExportError"]
 
@@ -14,15 +14,20 @@ class ExportError(Exception):
     ``violations`` holds one structured ``Explanation`` per failing guard (input
     dims, source line, counterexample, fixes); ``report`` is the full
     ``GuardReport``.  ``shapeproof.suggest_dynamic_shapes(error, spec)`` applies
-    the fixes.
+    the fixes.  ``engine`` (the ``ShapeEnv`` of the trace), ``seconds`` and
+    ``model_name`` let ``shapeproof.export.html.write_report`` draw the failure.
     """
 
     def __init__(self, report: GuardReport, violations: list[Explanation], notes: list[str],
-                 cause: BaseException | None = None):
+                 cause: BaseException | None = None, *, engine: ShapeEnv | None = None,
+                 seconds: float | None = None, model_name: str = ""):
         self.report = report
         self.violations = violations
         self.notes = notes
         self.cause = cause
+        self.engine = engine
+        self.seconds = seconds
+        self.model_name = model_name
         super().__init__(self._message())
 
     def _message(self) -> str:

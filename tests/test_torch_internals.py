@@ -51,3 +51,47 @@ def test_derived_dims_expose_root_and_fn():
     h = torch.export.Dim("h", min=2, max=9)
     d = 3 * h + 1
     assert isinstance(d, door.DerivedDim) and d.root is h and (d.fn(0), d.fn(1)) == (1, 4)
+
+
+def test_constraints_can_be_demoted_to_warnings():
+    """EngineShapeEnv.produce_guards_verbose rebuilds contexts with warn_only constraints."""
+    import dataclasses
+
+    from torch.fx.experimental.symbolic_shapes import StatelessSymbolicContext, StrictMinMaxConstraint
+    from torch.utils._sympy.value_ranges import ValueRanges
+
+    assert {f.name for f in dataclasses.fields(StrictMinMaxConstraint)} >= {door.CONSTRAINT_FIELDS[
+        "StrictMinMaxConstraint"], "vr"}
+    assert door.CONSTRAINT_FIELDS["StatelessSymbolicContext"] in {
+        f.name for f in dataclasses.fields(StatelessSymbolicContext)}
+    c = StrictMinMaxConstraint(warn_only=False, vr=ValueRanges(2, 8))
+    assert dataclasses.replace(c, warn_only=True).warn_only
+
+
+def test_exported_programs_keep_input_checks_in_guards_code():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    ep = torch.export.export(M(), (torch.ones(3, 4),), strict=False)
+    assert isinstance(getattr(ep, door.EXPORTED_PROGRAM_GUARDS_ATTRIBUTE), list)
+
+
+def test_export_consults_forced_specializations_after_producing_guards():
+    import importlib
+
+    from torch.fx.experimental.symbolic_shapes import DimConstraints
+
+    module, function, method = door.FORCED_SPECIALIZATIONS
+    source = inspect.getsource(getattr(importlib.import_module(module), function))
+    assert f"dim_constraints.{method}()" in source
+    assert callable(getattr(DimConstraints, method))
+    assert f"dim_constraints.{door.PRETTIFY_RESULTS}(" in source
+
+
+def test_equality_constraints_can_be_demoted_to_warnings():
+    import dataclasses
+
+    from torch.fx.experimental.symbolic_shapes import EqualityConstraint
+
+    assert "warn_only" in {f.name for f in dataclasses.fields(EqualityConstraint)}

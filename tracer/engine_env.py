@@ -25,6 +25,7 @@ Hooks and why:
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from dataclasses import dataclass
@@ -113,6 +114,7 @@ class EngineShapeEnv(TorchShapeEnv):
         self.symbol_map: dict[sympy.Symbol, sympy.Expr] = {}   # torch symbol -> engine term
         self._roots: dict[str, sympy.Symbol] = {}
         self._static_memo: dict = {}
+        self.unmirrored: list = []     # guards torch recorded that the engine cannot read (kept as input checks)
 
     # -- symbols -----------------------------------------------------------------
     def create_symbol(self, val, source, dynamic_dim=None, constraint_dim=None, positive=True,
@@ -258,8 +260,33 @@ class EngineShapeEnv(TorchShapeEnv):
     def _mirror_guards(self, before: int) -> None:
         for guard in self.guards[before:]:
             cond = self._convert(guard.expr)
-            if cond is not None:
+            if cond is None:
+                self.unmirrored.append(guard.expr)
+            else:
                 self.engine.record_guard(cond, where=_provenance(), size_oblivious=guard.size_oblivious)
+
+    # -- the end of the trace ----------------------------------------------------------
+    def produce_guards_verbose(self, *args, input_contexts=None, **kwargs):
+        """torch's guard production, with its constraint violations demoted to warnings.
+
+        The engine checks every mirrored guard against the declared ranges
+        itself (``ShapeEnv.produce_guards``) and explains failures; letting
+        torch raise first would leave no program, and shapeproof needs the
+        program of each region to export across shape-dependent branches.
+        torch's solver would also raise when guards force a dim to a constant
+        ("Specializations unexpectedly required"); those guards are the
+        engine's to judge as well.  Guards the engine could not read stay in
+        torch's list and so become the program's input checks.
+        """
+        if input_contexts is not None:
+            input_contexts = [_warn_only(c) for c in input_contexts]
+        if kwargs.get("equalities_inputs") is not None:   # "the values of W and H must always be equal"
+            kwargs["equalities_inputs"] = dataclasses.replace(kwargs["equalities_inputs"], warn_only=True)
+        produced = super().produce_guards_verbose(*args, input_contexts=input_contexts, **kwargs)
+        if self.dim_constraints is not None:   # its forced specializations are guards the engine checks too
+            self.dim_constraints.forced_specializations = dict
+            self.dim_constraints.prettify_results = _message_or_nothing(self.dim_constraints.prettify_results)
+        return produced
 
     def _data_dependent(self, exc: GuardOnDataDependentSymNode) -> Exception:
         cond = self._convert(exc.cond) if getattr(exc, "cond", None) is not None else None
@@ -270,6 +297,26 @@ class EngineShapeEnv(TorchShapeEnv):
         except DataDependentError as engine_error:
             return TorchDataDependentError(exc.cond, engine_error)
         return exc
+
+
+def _message_or_nothing(prettify):
+    """torch's fix suggestions only build a message, and crash on some derived dims
+    (``math.ceil`` of a symbolic bound in ``_process_derived_dim_roots``); the
+    engine explains failures itself, so a crash there must not fail the export."""
+    def safe(*args, **kwargs):
+        try:
+            return prettify(*args, **kwargs)
+        except Exception:  # the message is best-effort; see docstring
+            return ""
+    return safe
+
+
+def _warn_only(context):
+    sizes = getattr(context, "constraint_sizes", None)
+    if not sizes:
+        return context
+    relaxed = [None if c is None else dataclasses.replace(c, warn_only=True) for c in sizes]
+    return dataclasses.replace(context, constraint_sizes=relaxed)
 
 
 def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None):

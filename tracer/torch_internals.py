@@ -17,6 +17,7 @@ from torch.utils._sympy.functions import (
     ModularIndexing, PowByNatural, PythonMod, RShift, ToFloat, TruncToInt,
 )
 from torch.utils._sympy.numbers import IntInfinity, NegativeIntInfinity
+from torch.utils._sympy.value_ranges import ValueRanges
 
 # (name, object) pairs the pin test checks; add a row when touching a new private name.
 PINNED = {
@@ -27,7 +28,7 @@ PINNED = {
     "FloorToInt": FloorToInt, "Identity": Identity, "IntTrueDiv": IntTrueDiv, "LShift": LShift, "Max": Max,
     "Min": Min, "Mod": Mod, "ModularIndexing": ModularIndexing, "PowByNatural": PowByNatural,
     "PythonMod": PythonMod, "RShift": RShift, "ToFloat": ToFloat, "TruncToInt": TruncToInt,
-    "IntInfinity": IntInfinity, "NegativeIntInfinity": NegativeIntInfinity,
+    "IntInfinity": IntInfinity, "NegativeIntInfinity": NegativeIntInfinity, "ValueRanges": ValueRanges,
 }
 
 # ShapeEnv methods EngineShapeEnv overrides, with the parameters it relies on.
@@ -41,6 +42,16 @@ OVERRIDDEN_SHAPE_ENV_METHODS = {
     "_maybe_evaluate_static": ["expr", "unbacked_only", "compute_hint", "size_oblivious", "axioms", "var_to_range"],
     "evaluate_expr": ["orig_expr", "hint", "fx_node", "size_oblivious", "fallback_value", "forcing_spec"],
     "guard_or_defer_runtime_assert": ["orig_expr", "msg", "fx_node"],
+    "produce_guards_verbose": ["placeholders", "sources", "input_contexts"],
 }
 # ShapeEnv attributes EngineShapeEnv reads.
-READ_SHAPE_ENV_ATTRIBUTES = ["guards", "deferred_runtime_asserts", "var_to_range", "source_name_to_debug_name"]
+READ_SHAPE_ENV_ATTRIBUTES = ["guards", "deferred_runtime_asserts", "var_to_range", "source_name_to_debug_name",
+                             "var_to_sources", "dim_constraints"]
+# export's non-strict path raises when DimConstraints.forced_specializations() is non-empty.
+FORCED_SPECIALIZATIONS = ("torch._export.non_strict_utils", "produce_guards_and_solve_constraints",
+                          "forced_specializations")
+PRETTIFY_RESULTS = "prettify_results"     # DimConstraints method export calls for its message
+# Symbolic contexts carry ``constraint_sizes`` of dataclass constraints with ``warn_only``
+# (EngineShapeEnv demotes them); ExportedProgram keeps its input checks in ``_guards_code``.
+CONSTRAINT_FIELDS = {"StrictMinMaxConstraint": "warn_only", "StatelessSymbolicContext": "constraint_sizes"}
+EXPORTED_PROGRAM_GUARDS_ATTRIBUTE = "_guards_code"

@@ -1,0 +1,349 @@
+"""Regions of the declared ranges that need different programs, found by tracing again.
+
+A trace at one example records guards; the conjunction of those not proven
+over the declared ranges is the *region* where the traced program is valid.
+When the regions found so far do not cover the declared ranges, the solver
+returns a point outside all of them, and the model is traced again with
+example sizes taken from that point.  Traces whose graphs are identical are
+one program, valid on the union of their regions: a guard that only chose
+between identical code paths (``if T % 4 != 0`` before a pad of zero, a
+short-circuit ``and``) is not a restriction of the program.
+
+Regions are formulas over *canonical* input variables, one per input dim the
+user can set (the Dim name, else the input path), so regions from different
+traces are comparable.  The search stops when the solver proves that the
+regions cover the declared ranges, or after ``max_regions`` traces.
+"""
+from __future__ import annotations
+
+import inspect
+import re
+import time
+from dataclasses import dataclass, field
+
+import sympy
+import torch
+from sympy import Expr, Symbol
+
+from shapeproof.shapes import GuardReport, ShapeEnv
+from shapeproof.shapes.report import lift
+from shapeproof.solver import formula as F
+from shapeproof.solver.api import prove, simplify
+from shapeproof.solver.bounds import Bounds
+from shapeproof.solver.evaluate import evaluate_term, truth
+from shapeproof.solver.terms import CeilDiv, FloorDiv, divisors, iter_nodes, symbol
+from shapeproof.tracer.engine_env import EngineShapeEnv, engine_tracing
+
+from .specs import dim_specs
+
+__all__ = ["Trace", "Region", "RegionSearch", "trace", "search_regions", "python_guard"]
+
+
+@dataclass
+class Trace:
+    """One run of the exporter at one example point, and what the engine learned from it."""
+
+    point: dict[str, int]              # canonical variable -> value the example had
+    engine: ShapeEnv
+    torch_env: EngineShapeEnv
+    program: torch.export.ExportedProgram | None
+    failure: BaseException | None
+    report: GuardReport
+    region: F.Formula | None           # None: the guards mention something that is not an input dim
+    sizes: dict[str, Expr]             # torch's input source name -> canonical term
+    ranges: dict[Symbol, tuple]        # canonical variable -> range reasoning starts from
+    declared: dict[Symbol, tuple]      # canonical variable -> range the user declared (what programs accept)
+    seconds: float
+
+    @property
+    def fingerprint(self) -> str | None:
+        """Two traces with the same fingerprint compute the same function wherever both are valid."""
+        if self.program is None:
+            return None
+        return self.program.graph_module.code + "\n" + str(self.program.graph_signature)
+
+
+@dataclass
+class Region:
+    """Where one program is valid: the union of the regions of the traces that produced it."""
+
+    traces: list[Trace]
+    predicate: F.Formula               # disjoint from the regions before it (dispatch order)
+
+    @property
+    def program(self):
+        return self.traces[0].program
+
+
+@dataclass
+class RegionSearch:
+    traces: list[Trace]
+    regions: list[Region] = field(default_factory=list)
+    covered: bool = False
+    reason: str = ""                   # why the search stopped without covering the ranges
+
+    @property
+    def box(self) -> dict[Symbol, tuple]:
+        return self.traces[0].ranges
+
+    def describe(self) -> list[str]:
+        lines = []
+        for i, region in enumerate(self.regions, 1):
+            at = "; ".join(", ".join(f"{k}={v}" for k, v in t.point.items()) for t in region.traces)
+            lines.append(f"region {i}: {region.predicate} (traced at {at})")
+        return lines
+
+
+def _canonical(engine: ShapeEnv) -> dict[Symbol, Symbol]:
+    """Input dims the user sets; symbols the engine derived (``T = 4*k``) are lifted away first."""
+    return {s: symbol(info.label) for s, info in engine.symbols.items() if info.backed and s not in engine.derived}
+
+
+def tidy(f: F.Formula, box: dict) -> F.Formula:
+    """A smaller equivalent of ``f`` over ``box``, in the guards' own words.
+
+    Region predicates are unions of conjunctions of guards that repeat the
+    same relation in both polarities and in different spellings.  Relations
+    are identified by the rewrite strategy's normal form, the boolean
+    structure is minimized over them, and each is printed as first written
+    (``(W + (7 - W % 7) % 7) // 7 != 1`` rather than its normal form).
+    Divisors that the box keeps nonzero are dropped from the printout only.
+    """
+    bounds = Bounds(box)
+    atoms: dict = {}           # normal form (positive polarity) -> (boolean atom, relation as written)
+
+    def atom(r: F.Rel):
+        normal = simplify(r, box)
+        positive = normal if not (isinstance(normal, F.Rel) and normal.op in ("!=", ">", ">=")) else F.neg(normal)
+        flip = positive is not normal
+        if positive not in atoms:
+            atoms[positive] = (sympy.Symbol(f"_a{len(atoms)}"), _undivided(F.neg(r) if flip else r, bounds))
+        return sympy.Not(atoms[positive][0]) if flip else atoms[positive][0]
+
+    def to_bool(g):
+        if isinstance(g, F.Const):
+            return sympy.true if g.value else sympy.false
+        if isinstance(g, F.Rel):
+            return atom(g)
+        parts = [to_bool(a) for a in g.args]
+        return sympy.And(*parts) if isinstance(g, F.And) else sympy.Or(*parts)
+
+    expr = to_bool(f)
+    if len(atoms) > 10:        # minimizing is exponential in the atoms; keep f as it is
+        return f
+    written = {b: r for b, r in atoms.values()}
+
+    def from_bool(b):
+        if b is sympy.true or b is sympy.false:
+            return F.TRUE if b is sympy.true else F.FALSE
+        if isinstance(b, sympy.Symbol):
+            return written[b]
+        if isinstance(b, sympy.Not):
+            return F.neg(written[b.args[0]])
+        parts = [from_bool(a) for a in b.args]
+        return F.conj(*parts) if isinstance(b, sympy.And) else F.disj(*parts)
+
+    return from_bool(sympy.simplify_logic(expr, form="dnf"))
+
+
+def _undivided(r: F.Formula, bounds: Bounds) -> F.Formula:
+    """``r`` without the cancelled divisors the box keeps away from zero (they cannot make it undefined there)."""
+    if not isinstance(r, F.Rel):
+        return r
+    visible = divisors((r.lhs, r.rhs))
+    keep = frozenset(d for d in r.divisors if d in visible or (b := bounds(d)) is None or b.contains(0))
+    return F.Rel(r.op, r.lhs, r.rhs, keep) if keep != r.divisors else r
+
+
+def _region(engine: ShapeEnv, report: GuardReport, canon: dict) -> F.Formula | None:
+    parts = []
+    for guard in report.guards:
+        if guard.verdict is not None and guard.verdict.proven:
+            continue
+        lifted = lift(engine, guard.condition)
+        if not lifted.free_symbols <= canon.keys():
+            return None
+        parts.append(F.substitute(lifted, canon))
+    return F.conj(*parts)
+
+
+def _sizes(torch_env: EngineShapeEnv, canon: dict) -> dict[str, Expr]:
+    out = {}
+    for torch_sym, sources in torch_env.var_to_sources.items():
+        term = torch_env.symbol_map.get(torch_sym)
+        if term is None or not term.free_symbols <= canon.keys():
+            continue
+        for source in sources:
+            out[source.name] = term.xreplace(canon)
+    return out
+
+
+def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout: float) -> Trace:
+    """Export once with the engine deciding shapes; never raises for shape reasons (the caller decides)."""
+    engine = ShapeEnv(strategy=strategy, timeout=timeout)
+    context, torch_env = engine_tracing(engine, dim_specs(spec))
+    start = time.perf_counter()
+    program, failure = None, None
+    with context:
+        try:
+            program = torch.export.export(model, args, kwargs, dynamic_shapes=spec, strict=False)
+        except Exception as exc:  # judged by the caller: shape violation, data-dependent error or model error
+            failure = exc
+    report = engine.produce_guards()
+    seconds = time.perf_counter() - start
+    canon = _canonical(engine)
+    region = None if torch_env.unmirrored else _region(engine, report, canon)
+    ranges = {canon[s]: info.range for s, info in engine.symbols.items() if s in canon}
+    declared = {canon[s]: info.declared for s, info in engine.symbols.items() if s in canon}
+    point = {canon[s].name: info.hint for s, info in engine.symbols.items() if s in canon}
+    return Trace(point, engine, torch_env, program, failure, report, region, _sizes(torch_env, canon), ranges,
+                 declared, seconds)
+
+
+# ---------------------------------------------------------------------------- inputs at a point
+
+def _bound_arguments(model, args: tuple, kwargs: dict | None) -> inspect.BoundArguments:
+    return inspect.signature(model.forward).bind(*args, **(kwargs or {}))
+
+
+def input_sizes(sizes: dict[str, Expr], point: dict[str, int]) -> dict[str, int]:
+    """The size of every dynamic input dim (by torch's source name) at a canonical point."""
+    env = {symbol(k): v for k, v in point.items()}
+    return {name: int(evaluate_term(term, env)) for name, term in sizes.items()}
+
+
+def inputs_at(model, args: tuple, kwargs: dict | None, sizes: dict[str, int]) -> tuple[tuple, dict]:
+    """``args``/``kwargs`` with every dim named in ``sizes`` resized.
+
+    Non-strict export replaces inputs by fake tensors, so only shapes and
+    dtypes matter; values are zeros.
+    """
+    bound = _bound_arguments(model, args, kwargs)
+    leaves, treespec = torch.utils._pytree.tree_flatten_with_path(dict(bound.arguments))
+    new_leaves = []
+    for path, leaf in leaves:
+        if isinstance(leaf, torch.Tensor):
+            prefix = "L" + torch.utils._pytree.keystr(path)
+            shape = [sizes.get(f"{prefix}.size()[{d}]", n) for d, n in enumerate(leaf.shape)]
+            if list(shape) != list(leaf.shape):
+                leaf = torch.zeros(shape, dtype=leaf.dtype, device=leaf.device)
+        new_leaves.append(leaf)
+    bound.arguments.update(torch.utils._pytree.tree_unflatten(new_leaves, treespec))
+    return bound.args, bound.kwargs
+
+
+# ---------------------------------------------------------------------------- the search
+
+def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, timeout: float,
+                   max_regions: int, one_program_only: bool = False) -> RegionSearch:
+    """Trace at points outside the regions found so far until they cover the declared ranges.
+
+    With ``one_program_only`` the search stops at the second distinct graph
+    (the caller can only use a single program valid everywhere).
+    """
+    search = RegionSearch([first])
+    while True:
+        if one_program_only and len({t.fingerprint for t in search.traces}) > 1:
+            search.reason = "a second, different program was needed"
+            break
+        regions = [t.region for t in search.traces]
+        if any(r is None for r in regions):
+            search.reason = "a guard depends on something other than input sizes"
+            break
+        verdict = prove(F.disj(*regions), ranges=search.box, strategy=strategy, timeout=timeout)
+        if verdict.proven:
+            search.covered = True
+            break
+        if not verdict.refuted:
+            search.reason = f"the solver could not decide whether the regions cover the ranges ({verdict.reason})"
+            break
+        if len(search.traces) >= max_regions:
+            search.reason = f"{max_regions} traces did not cover the declared ranges (max_regions={max_regions})"
+            break
+        point = {**first.point, **verdict.counterexample}
+        new_args, new_kwargs = inputs_at(model, args, kwargs, input_sizes(first.sizes, point))
+        found = trace(model, new_args, new_kwargs, spec, strategy, timeout)
+        search.traces.append(found)
+        if found.program is None:
+            search.reason = (f"at {_point_str(found.point)} the model itself cannot be traced: "
+                             f"{type(found.failure).__name__}: {str(found.failure).splitlines()[0][:300]}")
+            break
+        if found.region is None or truth(found.region, {symbol(k): v for k, v in found.point.items()}) is not True:
+            search.reason = f"the trace at {_point_str(found.point)} does not hold at its own example"
+            break
+    search.regions = _group(search.traces)
+    return search
+
+
+def _point_str(point: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in point.items())
+
+
+def _group(traces: list[Trace]) -> list[Region]:
+    """One region per distinct program, in discovery order, each made disjoint from those before it."""
+    groups: dict[str, list[Trace]] = {}
+    for t in traces:
+        if t.fingerprint is not None and t.region is not None:
+            groups.setdefault(t.fingerprint, []).append(t)
+    regions, before = [], F.FALSE
+    for members in groups.values():
+        union = F.disj(*(t.region for t in members))
+        regions.append(Region(members, tidy(F.conj(union, F.neg(before)), traces[0].ranges)))
+        before = F.disj(before, union)
+    return regions
+
+
+def check_partition(predicates: list[F.Formula], box: dict, *, strategy="cascade", timeout: float = 2.0) -> list[str]:
+    """Problems with ``predicates`` as a dispatch table over ``box``: gaps and overlaps, with a witness each.
+
+    Empty when the solver proves that they cover the box and are pairwise
+    disjoint; an undecided question is reported as a problem too.
+    """
+    problems = []
+    cover = prove(F.disj(*predicates), ranges=box, strategy=strategy, timeout=timeout)
+    if not cover.proven:
+        problems.append(f"not covered: {cover.counterexample or cover.reason}")
+    for i in range(len(predicates)):
+        for j in range(i + 1, len(predicates)):
+            apart = prove(F.neg(F.conj(predicates[i], predicates[j])), ranges=box, strategy=strategy,
+                          timeout=timeout)
+            if not apart.proven:
+                problems.append(f"regions {i + 1} and {j + 1} overlap: {apart.counterexample or apart.reason}")
+    return problems
+
+
+# ---------------------------------------------------------------------------- predicates as input checks
+
+def variable_sources(sizes: dict[str, Expr]) -> dict[Symbol, str]:
+    """Each canonical variable as Python over torch's source names (``(L['x'].size()[1] - 1) // 2``)."""
+    out: dict[Symbol, str] = {}
+    for name, term in sorted(sizes.items()):
+        if len(term.free_symbols) != 1:
+            continue
+        (var,) = term.free_symbols
+        if var in out:
+            continue
+        poly = sympy.Poly(term, var)
+        if poly.degree() != 1:
+            continue
+        a, b = (int(c) for c in poly.all_coeffs())
+        text = name if b == 0 else f"({name} - {b})"
+        out[var] = text if a == 1 else f"({text} // {a})"
+    return out
+
+
+def python_guard(predicate: F.Formula, sources: dict[Symbol, str]) -> str | None:
+    """``predicate`` as a Python expression torch's ExportedProgram evaluates as an input check.
+
+    Returns None when a variable has no input source (nothing to read it from).
+    """
+    if not predicate.free_symbols <= sources.keys():
+        return None
+    ceil = {n: -FloorDiv(-n.args[0], n.args[1]) for r in F.relations(predicate)
+            for side in (r.lhs, r.rhs) for n in iter_nodes(side) if isinstance(n, CeilDiv)}
+    placeholders = {var: symbol(f"_v{i}") for i, var in enumerate(sorted(sources, key=str))}
+    text = str(F.substitute(F.substitute(predicate, ceil), placeholders))
+    text = text.replace("Min(", "min(").replace("Max(", "max(")
+    for var, ph in placeholders.items():
+        text = re.sub(rf"\b{ph.name}\b", lambda _m, src=sources[var]: f"({src})", text)
+    return text

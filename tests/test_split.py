@@ -1,0 +1,159 @@
+"""Export across shape-dependent branches: region search, merging, SplitProgram, partition checks."""
+from __future__ import annotations
+
+import io
+import warnings
+import zipfile
+
+import pytest
+import torch
+import torch.nn.functional as F_nn
+from torch.export import Dim
+
+import shapeproof
+from shapeproof.export.regions import check_partition, python_guard
+from shapeproof.export.split import SplitProgram, load_split
+from shapeproof.solver.parse import parse_condition
+from shapeproof.solver.terms import symbol
+
+__shapeproof_user_code__ = True
+
+
+class PadToMultiple(torch.nn.Module):
+    """``if T % 4 != 0: pad``: a true branch on a size, two programs."""
+
+    def forward(self, x):
+        b, t, d = x.shape
+        if t % 4 != 0:
+            x = F_nn.pad(x, (0, 0, 0, 4 - t % 4))
+        return x.reshape(b, x.shape[1] // 4, 4 * d) * 2
+
+
+class SameCodeEitherWay(torch.nn.Module):
+    """A branch on a size whose two sides lower to the same ATen graph."""
+
+    def forward(self, x):
+        if x.shape[1] % 2 == 0:
+            y = torch.relu(x)
+        else:
+            y = F_nn.relu(x)
+        return y.sum(dim=1)
+
+
+class FastPathAtNativeSize(torch.nn.Module):
+    """ViT's position embedding: a fast path when the image is square and 8x8 patches (H = W in [8, 11])."""
+
+    def forward(self, x):
+        h, w = x.shape[1], x.shape[2]
+        if (h // 4) * (w // 4) == 4 and h == w:
+            return x * 2
+        return x * 3
+
+
+def _eager(model, x):
+    with torch.no_grad():
+        return model(x)
+
+
+def test_a_guard_that_only_picks_between_identical_graphs_is_dropped():
+    t = Dim("T", min=2, max=40)
+    result = shapeproof.export_with_report(SameCodeEitherWay(), (torch.randn(2, 6, 3),), dynamic_shapes=({1: t},))
+    assert isinstance(result.program, torch.export.ExportedProgram)
+    assert result.regions is not None and result.regions.covered and len(result.regions.regions) == 1
+    assert len(result.regions.traces) == 2          # the example (even) and a counterexample (odd)
+    module = result.program.module()
+    for size in (2, 3, 39, 40):
+        x = torch.randn(2, size, 3)
+        assert torch.allclose(module(x), _eager(SameCodeEitherWay(), x))
+
+
+def test_default_export_of_a_real_branch_fails_and_names_the_regions():
+    with pytest.raises(shapeproof.ExportError) as info:
+        shapeproof.export(PadToMultiple(), (torch.randn(2, 10, 3),), dynamic_shapes=({1: Dim("T", min=2, max=64)},))
+    text = str(info.value)
+    assert "region 1:" in text and "region 2:" in text and "split=True" in text
+    assert "test_split.py" in text                   # the user's line of the branch
+
+
+def test_split_export_covers_every_region_and_matches_eager_at_their_ends(tmp_path):
+    model = PadToMultiple()
+    result = shapeproof.export_with_report(model, (torch.randn(2, 10, 3),),
+                                           dynamic_shapes=({1: Dim("T", min=2, max=64)},), split=True)
+    package = result.program
+    assert isinstance(package, SplitProgram) and len(package.programs) == 2
+    assert check_partition(package.predicates, {symbol("T"): (2, 64)}) == []
+    # each region's ends (T % 4 != 0: 2, 3, 63; T % 4 == 0: 4, 64) and every size between
+    chosen = set()
+    module = package.module()
+    for size in range(2, 65):
+        x = torch.randn(2, size, 3)
+        chosen.add(package.select((x,)))
+        assert torch.allclose(module(x), _eager(model, x)), size
+    assert chosen == {0, 1}
+
+    path = package.save(tmp_path / "pad.zip")
+    loaded = load_split(path)
+    for size in (3, 4, 63, 64):
+        x = torch.randn(2, size, 3)
+        assert torch.allclose(loaded.module()(x), _eager(model, x))
+    for size in (1, 65):                             # outside the declared range
+        with pytest.raises((ValueError, AssertionError, RuntimeError)):
+            loaded.module()(torch.randn(2, size, 3))
+    # a member loaded alone with torch.export.load still rejects sizes of the other region
+    with zipfile.ZipFile(path) as zf:
+        member = torch.export.load(io.BytesIO(zf.read("region_1.pt2")))
+    member.module()(torch.randn(2, 8, 3))
+    with pytest.raises(AssertionError, match="Guard failed"):
+        member.module()(torch.randn(2, 9, 3))
+
+
+def test_default_keeps_a_multi_dim_branch_as_an_input_check_that_accepts_more_than_torch():
+    model = FastPathAtNativeSize()
+    spec = ({1: Dim("H", min=4, max=32), 2: Dim("W", min=4, max=32)},)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        program = shapeproof.export(model, (torch.randn(2, 8, 12),), dynamic_shapes=spec)
+    assert any("split=True" in str(w.message) for w in caught)
+    module = program.module()
+    x = torch.randn(2, 4, 16)             # (4//4)*(16//4) == 4 but H != W: torch's program rejects this size
+    assert torch.allclose(module(x), _eager(model, x))
+    with pytest.raises(AssertionError, match="Guard failed"):
+        module(torch.randn(2, 8, 8))      # the fast-path region needs the other program
+    package = shapeproof.export(model, (torch.randn(2, 8, 12),), dynamic_shapes=spec, split=True)
+    for h, w in [(8, 8), (11, 11), (4, 16), (32, 32), (4, 4), (9, 10)]:
+        x = torch.randn(2, h, w)
+        assert torch.allclose(package.module()(x), _eager(model, x)), (h, w)
+
+
+def test_partition_check_catches_gaps_and_overlaps():
+    box = {symbol("T"): (2, 64)}
+    good = [parse_condition("T % 4 != 0"), parse_condition("T % 4 == 0")]
+    assert check_partition(good, box) == []
+    gap = [parse_condition("T % 4 == 1"), parse_condition("T % 4 == 0")]
+    problems = check_partition(gap, box)
+    assert len(problems) == 1 and problems[0].startswith("not covered")
+    overlap = [parse_condition("T % 2 == 0"), parse_condition("T % 4 == 0 or T % 2 == 1")]
+    problems = check_partition(overlap, box)
+    assert len(problems) == 1 and "overlap" in problems[0]
+
+
+def test_region_predicates_print_as_python_torch_can_check():
+    """The predicate becomes an ExportedProgram input check; torch evaluates it exactly."""
+    pred = parse_condition("T % 4 != 0 and CeilDiv(T, 16) > 1 and Max(T, 8) < 60")
+    code = python_guard(pred, {symbol("T"): "L['x'].size()[1]"})
+
+    class Double(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    program = torch.export.export(Double(), (torch.ones(1, 5),), dynamic_shapes=({1: Dim("T", min=2, max=79)},))
+    program._guards_code = [code]
+    module = program.module()
+    for t in range(2, 80):
+        expected = t % 4 != 0 and -(-t // 16) > 1 and max(t, 8) < 60
+        try:
+            module(torch.ones(1, t))
+            accepted = True
+        except AssertionError:
+            accepted = False
+        assert accepted == expected, (t, code)
