@@ -1,0 +1,184 @@
+"""Whole exports under every solver strategy, side by side with plain torch.export.
+
+    python -m bench [--registry bench/models.py] [--strategies interval,rewrite,z3,cascade,torch]
+                    [--cases a,b] [--group g] [--jobs 2] [--timeout 300] [--out bench/out/strategies]
+
+For every model of a registry (the format of ``../shared/corpus/cases.py``;
+default: the project's own set in ``bench/models.py``) the runner exports once
+with ``torch.export.export(strict=False)`` and once with ``shapeproof.export``
+per strategy, each in its own subprocess with a timeout, ``--jobs`` at a time
+(a process pool: exports hold the GIL and torch's global state).  Each
+shapeproof export writes its query log (``logs/<model>__<strategy>.jsonl``),
+which ``shapeproof.shapes.querylog.replay`` re-asks under any strategy
+without re-tracing.
+
+Writes ``table.md``, ``results.csv``, ``results.jsonl``, ``decided.png``
+(questions decided per strategy) and ``time_ratio.png`` (export time over
+torch.export's) to ``--out``.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from .case_runner import REPO, _one, differential, load_registry
+
+DEFAULT_REGISTRY = REPO / "bench" / "models.py"
+STRATEGIES = ("interval", "rewrite", "z3", "cascade", "torch")
+TORCH = "torch.export"
+
+
+def _label(row: dict) -> str:
+    return TORCH if row["exporter"] == "torch" else row["strategy"]
+
+
+def table(rows: list[dict], columns: list[str]) -> str:
+    lines = ["| model | strategy | exported? | questions total / proven / refuted / unknown | solver ms median, p95 "
+             "| export s |", "|---|---|---|---|---|---|"]
+    by_case: dict[str, dict] = {}
+    for r in rows:
+        by_case.setdefault(r["case"], {})[_label(r)] = r
+    for case in sorted(by_case):
+        for column in columns:
+            r = by_case[case].get(column)
+            if r is None:
+                continue
+            ok = "yes" if r["status"] == "exported" else r["status"]
+            if r["status"] == "exported" and "mismatch" in differential(r):
+                ok = "yes, MISMATCH"
+            q = r.get("queries")
+            counts = f"{q['total']} / {q['proven']} / {q['refuted']} / {q['unknown']}" if q else "-"
+            ms = f"{q['ms_median']:.1f}, {q['ms_p95']:.1f}" if q and q["total"] else "-"
+            lines.append(f"| {case} | {column} | {ok} | {counts} | {ms} | {r.get('seconds', 0):.1f} |")
+    totals = []
+    for column in columns:
+        n = sum(1 for per in by_case.values() if per.get(column, {}).get("status") == "exported")
+        totals.append(f"{column}: {n}/{len(by_case)}")
+    return "\n".join(lines) + "\n\nExported: " + ", ".join(totals) + "\n"
+
+
+def time_ratios(rows: list[dict], columns: list[str]) -> dict[str, list[tuple[str, float]]]:
+    """Per strategy: (model, export seconds / torch.export seconds) where both exported."""
+    by_case: dict[str, dict] = {}
+    for r in rows:
+        by_case.setdefault(r["case"], {})[_label(r)] = r
+    out: dict[str, list] = {c: [] for c in columns if c != TORCH}
+    for case, per in sorted(by_case.items()):
+        base = per.get(TORCH)
+        if base is None or base["status"] != "exported":
+            continue
+        for column in out:
+            r = per.get(column)
+            if r is not None and r["status"] == "exported":
+                out[column].append((case, r["seconds"] / base["seconds"]))
+    return out
+
+
+def plots(rows: list[dict], columns: list[str], out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    strategies = [c for c in columns if c != TORCH]
+    decided = {s: sum((r.get("queries") or {}).get("proven", 0) + (r.get("queries") or {}).get("refuted", 0)
+                      for r in rows if _label(r) == s) for s in strategies}
+    unknown = {s: sum((r.get("queries") or {}).get("unknown", 0) for r in rows if _label(r) == s) for s in strategies}
+    exported = {c: sum(1 for r in rows if _label(r) == c and r["status"] == "exported") for c in columns}
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    ax1.bar(strategies, [decided[s] for s in strategies], label="decided (proven or refuted)", color="#3b7dd8")
+    ax1.bar(strategies, [unknown[s] for s in strategies], bottom=[decided[s] for s in strategies],
+            label="left to torch (unknown)", color="#d0d4da")
+    ax1.set_title("Shape questions during export, all models")
+    ax1.legend(fontsize=8)
+    ax2.bar(columns, [exported[c] for c in columns], color=["#888" if c == TORCH else "#2e9d5b" for c in columns])
+    ax2.set_title("Models exported")
+    fig.tight_layout()
+    decided_png = out / "decided.png"
+    fig.savefig(decided_png, dpi=110)
+    plt.close(fig)
+
+    ratios = time_ratios(rows, columns)
+    fig, ax = plt.subplots(figsize=(11, 4))
+    cases = sorted({case for pairs in ratios.values() for case, _ in pairs})
+    width = 0.8 / max(1, len(ratios))
+    for k, (strategy, pairs) in enumerate(ratios.items()):
+        values = dict(pairs)
+        xs = [i + k * width for i, c in enumerate(cases) if c in values]
+        ax.bar(xs, [values[c] for c in cases if c in values], width=width, label=strategy)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(cases))], cases, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("export time / torch.export")
+    ax.set_title("Export time relative to torch.export (models both export)")
+    ax.legend(fontsize=8, ncol=len(ratios))
+    fig.tight_layout()
+    ratio_png = out / "time_ratio.png"
+    fig.savefig(ratio_png, dpi=110)
+    plt.close(fig)
+    return [decided_png, ratio_png]
+
+
+def write(rows: list[dict], columns: list[str], out: Path) -> str:
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "results.jsonl", "w") as f:
+        for r in rows:
+            f.write(json.dumps(r, default=str) + "\n")
+    fields = ["case", "strategy", "status", "seconds", "total", "proven", "refuted", "unknown", "ms_median", "ms_p95",
+              "differential", "error"]
+    with open(out / "results.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({**r, **(r.get("queries") or {}), "strategy": _label(r), "differential": differential(r)})
+    text = table(rows, columns)
+    ratios = time_ratios(rows, columns)
+    medians = [f"{s} {statistics.median(v for _, v in pairs):.2f}" for s, pairs in ratios.items() if pairs]
+    text += "Median export time / torch.export's (models both export): " + ", ".join(medians) + "\n"
+    (out / "table.md").write_text(text)
+    plots(rows, columns, out)
+    return text
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--registry", type=Path, default=DEFAULT_REGISTRY)
+    parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument("--no-torch-export", action="store_true", help="skip the plain torch.export column")
+    parser.add_argument("--cases", default="")
+    parser.add_argument("--group", default="")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "strategies")
+    args = parser.parse_args(argv)
+    args.strategy = "cascade"
+
+    cases = load_registry(args.registry)
+    names = [n for n in cases if (not args.cases or n in args.cases.split(","))
+             and (not args.group or cases[n].group == args.group)]
+    strategies = [s for s in args.strategies.split(",") if s]
+    columns = ([] if args.no_torch_export else [TORCH]) + strategies
+    jobs = [(n, "torch", "cascade") for n in names if not args.no_torch_export]
+    jobs += [(n, "shapeproof", s) for n in names for s in strategies]
+    logs = args.out / "logs"
+    rows, start = [], time.perf_counter()
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:   # each job is its own process
+        futures = [pool.submit(_one, n, e, args, s, logs if e != "torch" else None) for n, e, s in jobs]
+        for k, future in enumerate(as_completed(futures), 1):
+            row = future.result()
+            rows.append(row)
+            elapsed = time.perf_counter() - start
+            eta = elapsed / k * (len(jobs) - k)
+            print(f"[{k}/{len(jobs)} {elapsed:5.0f}s, ~{eta:4.0f}s left] {row['case']} {_label(row)}: "
+                  f"{row['status']} {row.get('seconds', 0):.1f}s", file=sys.stderr, flush=True)
+    print(write(rows, columns, args.out))
+    return 1 if any("mismatch" in differential(r) for r in rows) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,89 @@
+"""The query log of an export: every question the engine put to the solver, replayable under any strategy.
+
+Each line of the log (JSONL) holds the goal and facts as guard text (read
+back with the safe parser), the ranges, and the strategy, verdict and time
+of the original answer.  ``replay`` asks the same questions again under
+another strategy without re-tracing the model, which is how one export is
+compared across strategies.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from shapeproof.solver.api import DEFAULT_TIMEOUT, prove
+from shapeproof.solver.formula import formula_str
+from shapeproof.solver.parse import parse_condition
+from shapeproof.solver.verdict import Verdict
+
+from .records import Query
+
+__all__ = ["LoggedQuery", "to_log", "write_log", "read_log", "replay", "summarize"]
+
+
+@dataclass(frozen=True)
+class LoggedQuery:
+    goal: str
+    facts: tuple[str, ...]
+    ranges: dict            # symbol name -> [lo, hi], None for unbounded
+    strategy: str
+    status: str
+    seconds: float
+    purpose: str = ""
+    where: str = ""
+
+    @property
+    def key(self) -> tuple:
+        return (self.goal, tuple(sorted(self.facts)), tuple(sorted((k, tuple(v)) for k, v in self.ranges.items())))
+
+
+def to_log(queries: Iterable[Query]) -> list[LoggedQuery]:
+    out = []
+    for q in queries:
+        frame = q.where.frame if q.where is not None else None
+        where = frame.short if frame is not None else ((q.where.op or "") if q.where is not None else "")
+        out.append(LoggedQuery(formula_str(q.goal), tuple(formula_str(f) for f in q.facts),
+                               {k: list(v) for k, v in q.ranges.items()}, q.strategy, q.status, q.seconds,
+                               q.purpose, where))
+    return out
+
+
+def write_log(queries: Iterable[Query | LoggedQuery], path) -> Path:
+    path = Path(path)
+    entries = [q if isinstance(q, LoggedQuery) else to_log([q])[0] for q in queries]
+    with open(path, "w") as f:
+        for e in entries:
+            f.write(json.dumps(e.__dict__) + "\n")
+    return path
+
+
+def read_log(path) -> list[LoggedQuery]:
+    out = []
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                d = json.loads(line)
+                out.append(LoggedQuery(d["goal"], tuple(d["facts"]), d["ranges"], d["strategy"], d["status"],
+                                       d["seconds"], d.get("purpose", ""), d.get("where", "")))
+    return out
+
+
+def replay(log: Iterable[LoggedQuery], strategy="cascade", timeout: float = DEFAULT_TIMEOUT) -> list[Verdict]:
+    """The verdict of every logged question under ``strategy``, in log order."""
+    verdicts = []
+    for q in log:
+        ranges = {k: tuple(v) for k, v in q.ranges.items()}
+        verdicts.append(prove(parse_condition(q.goal), ranges=ranges, facts=[parse_condition(f) for f in q.facts],
+                              strategy=strategy, timeout=timeout))
+    return verdicts
+
+
+def summarize(statuses: Iterable[str], seconds: Iterable[float]) -> dict:
+    """Counts by verdict and solver time (ms): the columns of the strategy tables."""
+    statuses, ms = list(statuses), sorted(s * 1000 for s in seconds)
+    p95 = ms[min(len(ms) - 1, int(round(0.95 * (len(ms) - 1))))] if ms else 0.0
+    return {"total": len(statuses), "proven": statuses.count("proven"), "refuted": statuses.count("refuted"),
+            "unknown": statuses.count("unknown"), "ms_median": statistics.median(ms) if ms else 0.0, "ms_p95": p95}
