@@ -16,12 +16,14 @@ class DataDependentError(ShapeError):
     ``torch._check(...)`` calls that would let tracing continue.
     """
 
-    def __init__(self, message: str, expression: str, symbols: dict[str, str], suggestions: list[str],
-                 where=None):
+    def __init__(self, message: str, expression: str = "", symbols: dict[str, str] | None = None,
+                 suggestions: list[str] | None = None, where=None):
+        # the defaults let torch's GuardOnDataDependentSymNode, which calls super().__init__(message),
+        # sit before this class in the MRO of the tracer's combined error type
         super().__init__(message)
         self.expression = expression
-        self.symbols = symbols
-        self.suggestions = suggestions
+        self.symbols = symbols or {}
+        self.suggestions = suggestions or []
         self.where = where
 
 

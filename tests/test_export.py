@@ -105,3 +105,26 @@ def test_multivariate_violation_gets_a_joint_fix_that_works():
     for dims in ({"B": 1, "H": 4, "W": 64}, {"B": 4, "H": 64, "W": 4}, {"B": 3, "H": 10, "W": 22}):
         x = case.make_inputs(dims)
         assert torch.equal(ep.module()(*x), model(*x))
+
+
+class BranchOnCount(torch.nn.Module):
+    def forward(self, x):
+        n = (x > 0).sum().item()
+        if n > 3:                            # a branch on data: no example size decides it
+            return x[:n] * 2
+        return x
+
+
+def test_a_branch_on_data_raises_torch_and_engine_error_types_with_the_engine_message():
+    """torch.export docs: branching on an unbacked value raises a data-dependent error unless torch._check
+    gives the answer; shapeproof's error is both torch's type and the engine's, with the engine's text."""
+    from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+    from shapeproof.shapes import DataDependentError
+
+    with pytest.raises(GuardOnDataDependentSymNode) as info:
+        shapeproof.export(BranchOnCount(), (torch.randn(8, 3),), dynamic_shapes=({0: torch.export.Dim("N", min=2, max=64)},))
+    err = info.value
+    assert isinstance(err, DataDependentError)
+    assert "torch._check" in str(err) and err.suggestions
+    assert "test_export.py" in str(err)
