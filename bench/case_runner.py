@@ -35,6 +35,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_REGISTRY = REPO.parent / "shared" / "corpus" / "cases.py"
+FIX_ROUNDS = 3
 EXPORTERS = ("torch", "shapeproof")      # also "split": shapeproof with split=True
 
 
@@ -212,14 +213,22 @@ def _check_failure(error, case, model, args, spec, strategy) -> dict:
             entry["eager_at_counterexample"] = status
         report.append(entry)
     fix = {"applied": False}
-    try:
-        fixed = shapeproof.suggest_dynamic_shapes(error, spec)
-        fix["applied"] = True
-        shapeproof.export(case.build()[0], args, dynamic_shapes=fixed, strategy=strategy)
-        fix["works"] = True
-    except Exception as exc:
-        fix["works"] = False
-        fix["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+    current, current_spec = error, spec
+    for round_ in range(1, FIX_ROUNDS + 1):     # a fix can open a path with new guards: apply the next one
+        try:
+            current_spec = shapeproof.suggest_dynamic_shapes(current, current_spec)
+            fix.update(applied=True, rounds=round_)
+            shapeproof.export(case.build()[0], args, dynamic_shapes=current_spec, strategy=strategy)
+            fix["works"] = True
+            break
+        except shapeproof.ExportError as again:
+            current = again
+            fix["works"] = False
+            fix["error"] = f"ExportError: {str(again).splitlines()[0][:200]}"
+        except Exception as exc:
+            fix["works"] = False
+            fix["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            break
     return {"violations": report, "fix": fix}
 
 
@@ -334,7 +343,8 @@ def summary_cell(row: dict | None) -> str:
             parts.append(f"`{v['condition'][:60]}` fails at {cex} ({v.get('eager_at_counterexample', '?')})")
         more = f" (+{len(row['violations']) - 2} more)" if len(row["violations"]) > 2 else ""
         fix = row.get("fix", {})
-        fix_text = "fix works" if fix.get("works") else f"fix: {fix.get('error', 'none')[:80]}"
+        rounds = f" ({fix['rounds']} rounds)" if fix.get("rounds", 1) > 1 else ""
+        fix_text = f"fix works{rounds}" if fix.get("works") else f"fix: {fix.get('error', 'none')[:80]}"
         return f"FAIL: {'; '.join(parts)}{more}; {fix_text}"
     return f"{row['status'].upper()}: {row.get('error_type', '')} {row.get('error', '')[:100]}"
 

@@ -6,7 +6,7 @@ Tries torch.export 2.13 first (it fails on this model), then exports with
 shapeproof, prints the program summary and every guard the engine discharged
 (where it came from, what it says, which strategy proved it and how fast),
 checks the program against eager PyTorch at the corners of the declared ranges,
-and saves and reloads the ``.pt2``.
+saves and reloads the ``.pt2``, and writes an HTML report of the export.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import torch
 
 from .api import export_with_report
 from .examples import example
+from .html import write_report
 from .summary import discharged_table, program_summary
 
 
@@ -47,6 +48,8 @@ def _differential(program, model, corners) -> list[str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Export the bundled audio encoder and explain its guards.")
     parser.add_argument("--out", type=Path, default=Path("audio_encoder.pt2"))
+    parser.add_argument("--report", type=Path, default=Path("audio_encoder_report.html"),
+                        help="HTML report of the export (self-contained, opens offline)")
     parser.add_argument("--skip-torch", action="store_true", help="do not run torch.export for comparison")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore", category=FutureWarning)
@@ -81,6 +84,7 @@ def main(argv=None) -> int:
     same = torch.allclose(reloaded.module()(x), model(x), rtol=1e-4, atol=1e-5)
     print(f"\nSaved {args.out.resolve()} ({args.out.stat().st_size // 1024} KiB); reloaded program "
           f"{'matches' if same else 'DIFFERS FROM'} eager at T=555")
+    print(f"HTML report: {write_report(result, args.report).resolve()}")
     return 0 if all("matches" in line for line in lines) and same else 1
 
 
