@@ -64,8 +64,8 @@ def main(argv=None) -> int:
     parser.add_argument("--scan", type=int, default=4096)
     args = parser.parse_args(argv)
     rows, wrong = [], 0
-    print("| case | mode | guards | proven | refuted | unknown | verdicts checked |")
-    print("|---|---|---|---|---|---|---|")
+    print("| case | mode | guards | proven | refuted | unknown | counterexample valid | proofs brute-forced | wrong |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for line in args.errors.read_text().splitlines():
         entry = json.loads(line)
         results = explain_torch_error(entry["message"])
@@ -74,13 +74,16 @@ def main(argv=None) -> int:
         bad = [c for c in checks if not c.startswith("ok") and c != "unknown"]
         wrong += len(bad)
         rows.append((entry, results, checks))
-        verdict = "all ok" if not bad else "; ".join(bad)
-        print(f"| {entry.get('case', '?')} | {entry.get('mode', '')} | {len(results)} | {statuses.count('proven')} | "
-              f"{statuses.count('refuted')} | {statuses.count('unknown')} | {verdict} |")
+        refuted = [c for (_, ex), c in zip(results, checks) if ex.status == "refuted"]
+        proven = [c for (_, ex), c in zip(results, checks) if ex.status == "proven"]
+        print(f"| {entry.get('case', '?')} | {entry.get('mode', '')} | {len(results)} | {len(proven)} | "
+              f"{len(refuted)} | {len(results) - len(proven) - len(refuted)} | "
+              f"{refuted.count('ok')}/{len(refuted)} | {proven.count('ok')}/{len(proven)} | "
+              f"{'; '.join(bad) or 0} |")
     guards = sum(len(r) for _, r, _ in rows)
     no_guard = [e.get("case") for e, r, _ in rows if not r]
-    unknown = sum(1 for _, r, _ in rows for _, ex in r if ex.status == "unknown")
-    print(f"\n{len(rows)} messages, {guards} guards, {unknown} unknown, {wrong} wrong verdicts; "
+    undecided = sum(1 for _, r, _ in rows for _, ex in r if ex.status not in ("proven", "refuted"))
+    print(f"\n{len(rows)} messages, {guards} guards, {undecided} not decided, {wrong} wrong verdicts; "
           f"messages without a guard to explain: {no_guard or 'none'}")
     return 1 if wrong else 0
 

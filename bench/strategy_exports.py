@@ -39,8 +39,9 @@ def _label(row: dict) -> str:
 
 
 def table(rows: list[dict], columns: list[str]) -> str:
-    lines = ["| model | strategy | exported? | questions total / proven / refuted / unknown | solver ms median, p95 "
-             "| export s |", "|---|---|---|---|---|---|"]
+    header = ("| model | strategy | exported? | questions total / proven / refuted / unknown "
+              "| solver ms median, p95 | export s |")
+    lines = [header, "|---|---|---|---|---|---|"]
     by_case: dict[str, dict] = {}
     for r in rows:
         by_case.setdefault(r["case"], {})[_label(r)] = r
@@ -127,8 +128,7 @@ def plots(rows: list[dict], columns: list[str], out: Path) -> list[Path]:
 def write(rows: list[dict], columns: list[str], out: Path) -> str:
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "results.jsonl", "w") as f:
-        for r in rows:
-            f.write(json.dumps(r, default=str) + "\n")
+        f.writelines(json.dumps(r, default=str) + "\n" for r in rows)
     fields = ["case", "strategy", "status", "seconds", "total", "proven", "refuted", "unknown", "ms_median", "ms_p95",
               "differential", "error"]
     with open(out / "results.csv", "w", newline="") as f:

@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 
 import sympy
 import torch
-from sympy import Expr, Symbol
-
 from shapeproof.shapes import GuardReport, ShapeEnv
 from shapeproof.shapes.report import lift
 from shapeproof.solver import formula as F
@@ -33,10 +31,11 @@ from shapeproof.solver.bounds import Bounds
 from shapeproof.solver.evaluate import evaluate_term, truth
 from shapeproof.solver.terms import CeilDiv, FloorDiv, divisors, iter_nodes, symbol
 from shapeproof.tracer.engine_env import EngineShapeEnv, engine_tracing
+from sympy import Expr, Symbol
 
 from .specs import dim_specs
 
-__all__ = ["Trace", "Region", "RegionSearch", "trace", "search_regions", "python_guard"]
+__all__ = ["Region", "RegionSearch", "Trace", "python_guard", "search_regions", "trace"]
 
 
 @dataclass

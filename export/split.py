@@ -24,13 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-
 from shapeproof.solver import formula as F
 from shapeproof.solver.evaluate import evaluate_term, truth
 from shapeproof.solver.parse import parse_condition, parse_term
 from shapeproof.solver.terms import symbol
 
-__all__ = ["SplitProgram", "load_split", "FORMAT"]
+__all__ = ["FORMAT", "SplitProgram", "load_split"]
 
 FORMAT = "shapeproof.split/1"
 _SOURCE = re.compile(r"L((?:\[[^\]]+\])+)\.size\(\)\[(\d+)\]")
@@ -136,8 +135,9 @@ def split_program(model, first, search) -> SplitProgram:
     before anything is packaged; each member keeps its own predicate as its
     input check.
     """
-    from .regions import check_partition, python_guard, variable_sources
     from shapeproof.tracer.torch_internals import EXPORTED_PROGRAM_GUARDS_ATTRIBUTE
+
+    from .regions import check_partition, python_guard, variable_sources
 
     predicates = [r.predicate for r in search.regions]
     problems = check_partition(predicates, search.box)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from shapeproof.solver.api import DEFAULT_TIMEOUT, prove
 from shapeproof.solver.formula import formula_str
@@ -21,7 +21,7 @@ from shapeproof.solver.verdict import Verdict
 
 from .records import Query
 
-__all__ = ["LoggedQuery", "to_log", "write_log", "read_log", "replay", "summarize"]
+__all__ = ["LoggedQuery", "read_log", "replay", "summarize", "to_log", "write_log"]
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,7 @@ def write_log(queries: Iterable[Query | LoggedQuery], path) -> Path:
     path = Path(path)
     entries = [q if isinstance(q, LoggedQuery) else to_log([q])[0] for q in queries]
     with open(path, "w") as f:
-        for e in entries:
-            f.write(json.dumps(e.__dict__) + "\n")
+        f.writelines(json.dumps(e.__dict__) + "\n" for e in entries)
     return path
 
 
@@ -84,6 +83,6 @@ def replay(log: Iterable[LoggedQuery], strategy="cascade", timeout: float = DEFA
 def summarize(statuses: Iterable[str], seconds: Iterable[float]) -> dict:
     """Counts by verdict and solver time (ms): the columns of the strategy tables."""
     statuses, ms = list(statuses), sorted(s * 1000 for s in seconds)
-    p95 = ms[min(len(ms) - 1, int(round(0.95 * (len(ms) - 1))))] if ms else 0.0
+    p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))] if ms else 0.0
     return {"total": len(statuses), "proven": statuses.count("proven"), "refuted": statuses.count("refuted"),
             "unknown": statuses.count("unknown"), "ms_median": statistics.median(ms) if ms else 0.0, "ms_p95": p95}

@@ -84,6 +84,12 @@ def _labelled(env, point: dict[str, int]) -> dict[str, int]:
     return {by_name[name].label if name in by_name else name: value for name, value in point.items()}
 
 
+def _raised_lower_bound(info) -> bool:
+    """Reasoning started above the declared minimum (torch.export's 0/1 convention raised it)."""
+    declared, used = info.declared[0], info.range[0]
+    return used is not None and (declared is None or declared < used)
+
+
 def produce_guards(env, strategy="cascade", timeout: float = 2.0) -> GuardReport:
     violations, unproven, zero_one = [], [], []
     for guard in env.guards:
@@ -96,7 +102,7 @@ def produce_guards(env, strategy="cascade", timeout: float = 2.0) -> GuardReport
             violations.append(Violation(guard, lifted, verdict, _labelled(env, verdict.counterexample), fixes))
         elif not verdict.proven:
             unproven.append(guard)
-        elif any(env.symbols[s].declared[0] < env.symbols[s].range[0] for s in syms if env.symbols[s].backed):
+        elif any(_raised_lower_bound(env.symbols[s]) for s in syms if env.symbols[s].backed):
             at_declared = prove(lifted, ranges=_initial_ranges(env, syms, declared=True), strategy=strategy,
                                 timeout=timeout)
             if at_declared.refuted:

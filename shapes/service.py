@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -28,7 +28,7 @@ from shapeproof.solver.terms import term_str
 from .standalone import explain_guard
 from .torch_messages import explain_torch_error
 
-__all__ = ["ServiceLimits", "make_server", "serve", "OPENAPI_PATH"]
+__all__ = ["OPENAPI_PATH", "ServiceLimits", "make_server", "serve"]
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")
 _DRAIN_LIMIT = 32 * 1024 * 1024     # bodies up to this size are read and discarded before a 413
@@ -44,7 +44,8 @@ class ServiceLimits:
     max_concurrent: int = 8             # solver calls at once; more wait, then get 503
     max_message: int = 32 * 1024        # characters of a torch error message
     max_guards: int = 24                # guards explained from one message
-    parse: Limits = Limits(max_chars=4096, max_depth=48, max_int_digits=30, max_exponent=16)
+    parse: Limits = field(default_factory=lambda: Limits(max_chars=4096, max_depth=48, max_int_digits=30,
+                                                         max_exponent=16))
 
 
 class BadRequest(Exception):
@@ -153,7 +154,7 @@ class Handler(BaseHTTPRequestHandler):
     limits: ServiceLimits = ServiceLimits()
     slots: threading.BoundedSemaphore
 
-    def log_message(self, format, *args):   # noqa: A002 - keep stderr quiet; errors go back as JSON
+    def log_message(self, format, *args):
         pass
 
     def _send(self, status: HTTPStatus, payload: dict) -> None:

@@ -3,153 +3,357 @@
 torch prints its constraint violations and data-dependent errors as prose
 around sympy text: ``Not all values of T = L['x'].size()[1] in the specified
 range T <= 1024 satisfy the generated guard (L['x'].size()[1] % 4) != 0.``
-This module finds every guard in such text (a message, or a whole log), with
-the ranges and input paths the message gives, rewrites input paths to the
+This module finds every guard in such text (one message, or a whole log),
+with the ranges and input paths the text gives, rewrites input paths to the
 Dim names, and explains each guard with the engine.  Pure text processing
 with regular expressions and the safe parser: no torch, no ``eval``.
+
+Formats read (torch 2.x): ``Not all values of ... satisfy the generated
+guard ...``; ``... are valid because D was inferred to be equal to E`` (or
+``a constant (N)``), also for ``RelaxedUnspecConstraint(...)`` dims; ``The
+values of A = ... and B = ... must always be equal`` / ``related ... by``;
+``You marked D as dynamic but your code specialized it to be a constant
+(N)``; ``solving the guards generated for ... resulted in a specialized value
+of N``; ``Could not guard on data-dependent expression E`` and ``Could not
+extract specialized integer from data-dependent expression E``; and
+dynamo's ``Data-dependent branching`` with the traced branch condition.
 """
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 
 from shapeproof.solver.api import DEFAULT_TIMEOUT
+from shapeproof.solver.parse import ParseError, parse_condition
 
 from .explain import Explanation
+from .provenance import Frame, Provenance
 from .standalone import explain_guard
 
-__all__ = ["TorchGuard", "find_guards", "explain_torch_error", "IMPLICIT_SIZE_RANGE"]
+__all__ = ["TorchGuard", "find_guards", "explain_torch_error", "explain_messages", "readable",
+           "IMPLICIT_SIZE_RANGE"]
 
-# torch.export's documented default for a dynamic backed size; its messages omit a lower bound of 2
+# torch's default range for a backed size (0 and 1 are specialized); its messages omit bounds at or past it
 IMPLICIT_SIZE_RANGE = (2, None)
 
-_SOURCE = r"L\[[^\]]+\](?:\[[^\]]+\])*(?:\.size\(\)\[\d+\])?"
-_NOT_ALL = re.compile(rf"Not all values of (?P<name>\w+) = (?P<source>{_SOURCE}) in the specified range "
-                      rf"(?P<range>.+?) satisfy the generated guard (?P<guard>.+)$")
-_EQUAL = re.compile(rf"The values of (?P<a>\w+) = (?P<sa>{_SOURCE}) and (?P<b>\w+) = (?P<sb>{_SOURCE}) "
-                    r"must always be equal")
-_RELATED = re.compile(rf"The values of (?P<a>\w+) = (?P<sa>{_SOURCE}) must always be related to the values of "
-                      rf"(?P<b>\w+) = (?P<sb>{_SOURCE}) by (?P<lhs>\w+) = (?P<rhs>.+?)\.?$")
-_MARKED = re.compile(r"You marked (?P<name>\w+) as dynamic but your code specialized it to be a constant "
+# An input path as torch prints it: L['x'].size()[2], L['args'][0].stride()[1], L['self']._modules['c'].n
+_PATH = re.compile(r"\b[LG]\[(?:'[^'\]\n]*'|\d+)\](?:\[(?:'[^'\]\n]*'|-?\d+)\]|\.[A-Za-z_]\w*(?:\(\d*\))?)*")
+_NOT_ALL = re.compile(
+    r"Not all values of (?P<var>.+?)(?: in the specified range(?P<range>[^\n]*?))? "
+    r"(?:satisfy the generated guard (?P<guard>[^\n]+)"
+    r"|are valid because (?P<who>\S+) was inferred to be "
+    r"(?:equal to (?P<equal>[^\n]+)|a constant \((?P<const>-?\d+)\)))")
+_EQUAL = re.compile(r"The values of (?P<a>\S+ = \S+) and (?P<b>\S+ = \S+) must always be equal")
+_RELATED = re.compile(r"The values of (?P<a>\S+ = \S+) must always be related to the values of "
+                      r"(?P<b>\S+ = \S+) by (?P<lhs>\S+) = (?P<rhs>[^\n]+)")
+_MARKED = re.compile(r"You marked (?P<var>\S+) as dynamic but your code specialized it to be a constant "
                      r"\((?P<value>-?\d+)\)")
-_SOLVED = re.compile(rf"solving the guards generated for (?P<name>\w+) = (?P<source>{_SOURCE}) resulted in a "
-                     r"specialized value of (?P<value>-?\d+)")
-_DATA = re.compile(r"Could not guard on data-dependent expression (?P<expr>.+?) \(unhinted")
-_SIZE_LIKE = re.compile(r"Size-like symbols: (?P<names>[^)]*)\)")
-_RANGE = re.compile(r"^(?:(?P<lo>-?\d+) <= )?(?P<name>\w+)(?: <= (?P<hi>-?\d+|int_oo|inf|oo))?$")
-_UNBACKED = re.compile(r"\bu\d+\b")
+_SOLVED = re.compile(r"solving the guards generated for (?P<var>[^\n]+?) resulted in a specialized value of "
+                     r"(?P<value>-?\d+)")
+_DATA = re.compile(r"Could not (?P<what>guard on|extract specialized integer from) data-dependent expression "
+                   r"(?P<expr>[^\n]+?)(?: \(unhinted: [^\n]*?\)\.\s+\(Size-like symbols: (?P<sl>[^)\n]*)\)"
+                   r"|\.?[ \t]*$)", re.M)
+_BRANCH = re.compile(r"Data-dependent branching")
+_BLOCK_START = re.compile(r"Constraints violated \(|Data-dependent branching|Could not (?:guard on|extract)")
+_BRANCH_END = re.compile(r"\n\s*(?:Hint:|Developer debug context|from user code:|For more details)")
+_FX_NODE = re.compile(r"^\s*(?P<var>\w+) = (?P<op>[\w.]+)\((?P<args>[^()\n]*)\)\s*$", re.M)
+_FRAME = re.compile(r'File "(?P<file>[^"\n]+)", line (?P<line>\d+), in (?P<fn>[^\s,]+)'
+                    r"(?:, code: (?P<code>[^\n]*)|\n[ \t]*(?P<next>[^\n]*))?")
+_FIXES = re.compile(r"Suggested fixes:\n((?:[ \t]+\S[^\n]*\n?)+)")
+_RANGE_BOUND = re.compile(r"-?\d+")
+_UNBACKED = re.compile(r"u\d+")
+_BACKED = re.compile(r"s\d+")
+_COMPARE = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<", "eq": "==", "ne": "!="}
+_DIM_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
 @dataclass
 class TorchGuard:
-    """One guard found in torch's text, in Dim names, with what the text says about its symbols."""
+    """One guard found in torch's text, in Dim names, with what the text says about its symbols.
+
+    ``ranges`` are the ranges torch reasoned over (bounds the text omits are
+    torch's implicit ones; ``notes`` say which); ``sources`` map names to
+    readable input paths; ``where`` is the user frame the text names, if any.
+    """
 
     guard: str
     ranges: dict[str, tuple]
     sources: dict[str, str]
-    kind: str                           # constraint / equality / specialization / data-dependent
-    line: str                           # the line of torch's text it came from
+    kind: str                   # constraint / equality / specialization / data-dependent / data-dependent value
+    line: str                   # torch's text it came from
     notes: list[str] = field(default_factory=list)
+    where: Frame | None = None
 
 
 def readable(source: str) -> str:
     """``L['x'].size()[1]`` -> ``x.size(1)``: how the input dim reads in the user's code."""
-    m = re.fullmatch(r"L\['([^']+)'\]((?:\[[^\]]+\])*)(?:\.size\(\)\[(\d+)\])?", source)
+    m = re.fullmatch(r"[LG]\['([^']+)'\]((?:\[[^\]]+\])*)(?:\.size\(\)\[(\d+)\])?", source)
     if m is None:
-        return source
+        m = re.fullmatch(r"[LG]\['([^']+)'\](.*)", source)
+        return m.group(1) + m.group(2) if m else source
     path = m.group(1) + m.group(2)
     return f"{path}.size({m.group(3)})" if m.group(3) is not None else path
 
 
-def _range(text: str) -> tuple | None:
-    m = _RANGE.match(text.strip())
-    if m is None:
+def _implicit_range(path: str) -> tuple:
+    """What torch assumes for a symbol the text gives no range for."""
+    if ".storage_offset()" in path:
+        return (0, None)
+    if path.startswith(("L[", "G[")) and not re.search(r"\.(size|stride)\(\)|\.shape", path):
+        return (None, None)     # an int input: unspecialized ints may take any value
+    return IMPLICIT_SIZE_RANGE
+
+
+class _Names:
+    """Input paths <-> the names guards are written in, with their ranges, over one text."""
+
+    def __init__(self):
+        self.by_path: dict[str, str] = {}
+        self.paths: dict[str, str] = {}
+        self.ranges: dict[str, tuple] = {}
+        self.notes: dict[str, list[str]] = {}
+
+    def declare(self, var: str, range_text: str | None = None) -> str:
+        """Register ``T = L['x'].size()[1]`` (or a bare path or Dim name); returns the name."""
+        name, _, path = var.partition(" = ")
+        relaxed = re.fullmatch(r"RelaxedUnspecConstraint\((.+)\)", var.strip())
+        if relaxed:
+            name, path = "", relaxed.group(1)
+        elif not path and _PATH.fullmatch(name.strip()):
+            name, path = "", name
+        name, path = name.strip(), path.strip()
+        if path and path in self.by_path:
+            name = self.by_path[path]
+        elif not _DIM_NAME.fullmatch(name) or name.startswith("__"):
+            name = self._fresh(path or name)
+        if path:
+            self.by_path.setdefault(path, name)
+            self.paths.setdefault(name, path)
+        if name not in self.ranges:
+            self.ranges[name], self.notes[name] = self._range(name, range_text, path)
+        return name
+
+    def _fresh(self, path: str) -> str:
+        base = re.sub(r"\W+", "_", readable(path)).strip("_") or "d"
+        base = base if base[0].isalpha() else f"d_{base}"
+        name, k = base, 1
+        while name in self.paths or name in self.ranges:
+            k += 1
+            name = f"{base}_{k}"
+        return name
+
+    @staticmethod
+    def _range(name: str, text: str | None, path: str) -> tuple[tuple, list[str]]:
+        implicit = _implicit_range(path)
+        if text is None or not text.strip():
+            shown = f"[{implicit[0] if implicit[0] is not None else '-inf'}, inf)"
+            why = "the text gives no range" if text is None else "the declared range is torch's default"
+            return implicit, [f"{why} for {name}: using torch's implicit range {shown}"]
+        parts = [p.strip() for p in text.split("<=")]
+        lo_text = parts[0] if len(parts) == 3 or (len(parts) == 2 and _RANGE_BOUND.fullmatch(parts[0])) else None
+        hi_text = parts[-1] if len(parts) == 3 or (len(parts) == 2 and lo_text is None) else None
+        lo = int(lo_text) if lo_text and _RANGE_BOUND.fullmatch(lo_text) else None
+        hi = int(hi_text) if hi_text and _RANGE_BOUND.fullmatch(hi_text) else None
+        notes = []
+        if lo is None and implicit[0] is not None:
+            lo = implicit[0]
+            notes.append(f"torch omits a lower bound at or below its default; using {name} >= {lo} "
+                         "(0 and 1 are specialized)")
+        return (lo, hi), notes
+
+    def rename(self, text: str) -> str:
+        """Rewrite every input path in guard text to its name, registering unknown paths."""
+        def repl(m: re.Match) -> str:
+            return self.by_path.get(m.group()) or self.declare(m.group())
+        return _PATH.sub(repl, text)
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text[:-1].rstrip() if text.endswith(".") else text
+
+
+def _frame(region: str) -> Frame | None:
+    """The innermost user frame a message region names (the last ``File ...`` line)."""
+    frames = list(_FRAME.finditer(region))
+    if not frames:
         return None
-    lo = int(m.group("lo")) if m.group("lo") else IMPLICIT_SIZE_RANGE[0]
-    hi = m.group("hi")
-    return lo, (int(hi) if hi and hi.lstrip("-").isdigit() else None)
+    m = frames[-1]
+    code = (m.group("code") or m.group("next") or "").strip()
+    return Frame(m.group("file"), int(m.group("line")), m.group("fn"), code)
 
 
-def _named(text: str, sources: dict[str, str]) -> str:
-    """Replace input paths by Dim names, longest path first (``L['x'].size()[1]`` -> ``T``)."""
-    for name, source in sorted(sources.items(), key=lambda kv: -len(kv[1])):
-        text = text.replace(source, name)
-    return text
+def _branch_guard(region: str) -> tuple[str, str] | None:
+    """Dynamo's data-dependent branch as (condition, the traced lines up to it).
+
+    The condition is the last traced node, e.g. ``ge = ge(max_pad, 4800)`` ->
+    ``max_pad >= 4800``; a node that is not a comparison is tested for truth.
+    """
+    start = region.find("computed as follows:")
+    if start < 0:
+        return None
+    end = _BRANCH_END.search(region, start)
+    nodes = list(_FX_NODE.finditer(region, start, end.start() if end else len(region)))
+    if not nodes:
+        return None
+    m = nodes[-1]
+    args = [a.strip().lstrip("_") for a in m.group("args").split(",") if a.strip()]
+    op = m.group("op").rsplit(".", 1)[-1]
+    if op in _COMPARE and len(args) == 2:
+        guard = f"{args[0]} {_COMPARE[op]} {args[1]}"
+    else:
+        guard = f"{m.group('var').lstrip('_')} != 0"
+    return guard, region[start:m.end()]
+
+
+def _suggested_fixes(block: str) -> list[str]:
+    m = _FIXES.search(block)
+    return [line.strip() for line in m.group(1).splitlines() if line.strip()] if m else []
+
+
+def _blocks(text: str) -> list[str]:
+    """The text cut where each torch message begins, so fixes and frames stay with their message."""
+    starts = sorted({0, *(m.start() for m in _BLOCK_START.finditer(text))})
+    return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
+
+
+def _items(block: str, names: _Names):
+    """(guard, kind, line, region) for every guard statement of one message, in order."""
+    found = []
+    for m in _NOT_ALL.finditer(block):
+        name = names.declare(m.group("var"), m.group("range"))
+        if m.group("guard") is not None:
+            found.append((m.start(), names.rename(_sentence(m.group("guard"))), "constraint", m.group()))
+        elif m.group("const") is not None:
+            found.append((m.start(), f"{name} == {m.group('const')}", "specialization", m.group()))
+        else:
+            found.append((m.start(), f"{name} == ({names.rename(_sentence(m.group('equal')))})", "equality",
+                          m.group()))
+    for m in _EQUAL.finditer(block):
+        found.append((m.start(), f"{names.declare(m.group('a'))} == {names.declare(m.group('b'))}", "equality",
+                      m.group()))
+    for m in _RELATED.finditer(block):
+        names.declare(m.group("a"))
+        names.declare(m.group("b"))
+        found.append((m.start(), f"{m.group('lhs')} == {_sentence(m.group('rhs'))}", "equality", m.group()))
+    for pattern in (_MARKED, _SOLVED):
+        for m in pattern.finditer(block):
+            found.append((m.start(), f"{names.declare(_sentence(m.group('var')))} == {m.group('value')}",
+                          "specialization", m.group()))
+    for m in _DATA.finditer(block):
+        kind = "data-dependent" if m.group("what") == "guard on" else "data-dependent value"
+        found.append((m.start(), names.rename(m.group("expr").strip()), kind, m.group()))
+    found = [(pos, guard, kind, line, block[pos:]) for pos, guard, kind, line in found]
+    if _BRANCH.match(block) and (branch := _branch_guard(block)) is not None:
+        found.append((0, branch[0], "data-dependent", block.splitlines()[0], branch[1]))
+    found.sort(key=lambda item: item[0])
+    return [item[1:] for item in found]
+
+
+def _size_like(block: str) -> set[str]:
+    m = _DATA.search(block)
+    names = (m.group("sl") or "none").strip() if m else "none"
+    return set() if names == "none" else {n.strip() for n in names.split(",")}
+
+
+def _symbols(guard: str, kind: str) -> list[str] | None:
+    try:
+        value = parse_condition(guard) if kind != "data-dependent value" else None
+    except ParseError:
+        return None
+    if value is None:
+        return sorted(set(re.findall(r"\b[us]\d+\b", guard)))
+    return sorted(s.name for s in value.free_symbols)
 
 
 def find_guards(text: str) -> list[TorchGuard]:
     """Every guard in torch's error text or log, deduplicated, in order of appearance."""
-    sources: dict[str, str] = {}          # Dim name -> torch source, over the whole text
-    ranges: dict[str, tuple] = {}
-    dims = {m.group("name") for m in _MARKED.finditer(text)}    # dims named without a source
-    for line in text.splitlines():
-        for pattern in (_NOT_ALL, _SOLVED):
-            m = pattern.search(line)
-            if m:
-                sources.setdefault(m.group("name"), m.group("source"))
-                if pattern is _NOT_ALL and (r := _range(m.group("range"))) is not None:
-                    ranges.setdefault(m.group("name"), r)
-        for m in (_EQUAL.search(line), _RELATED.search(line)):
-            if m:
-                sources.setdefault(m.group("a"), m.group("sa"))
-                sources.setdefault(m.group("b"), m.group("sb"))
-
-    found: list[TorchGuard] = []
-    seen: set[str] = set()
-
-    def add(guard: str, kind: str, line: str, notes=()):
-        guard = _named(guard.strip(), sources)
-        if guard in seen:
-            return
-        seen.add(guard)
-        names = set(re.findall(r"\b[A-Za-z_]\w*\b", guard)) - {"and", "or", "not", "math", "ceil", "floor",
-                                                                "trunc", "Eq", "Ne", "Mod", "min", "max"}
-        guard_ranges, guard_notes = {}, list(notes)
-        for name in sorted(names):
-            if name in ranges:
-                guard_ranges[name] = ranges[name]
-            elif _UNBACKED.fullmatch(name):
-                size_like = name in _size_like(text)
-                guard_ranges[name] = (0, None) if size_like else (None, None)
-                guard_notes.append(f"{name} is a data-dependent value: "
-                                   + ("size-like, so >= 0" if size_like else "no range given, so unbounded"))
-            elif name in sources or name in dims:
-                guard_ranges[name] = IMPLICIT_SIZE_RANGE
-                guard_notes.append(f"torch's message gives no range for {name}; using torch.export's implicit "
-                                   f"range for a dynamic size, [2, oo)")
-        found.append(TorchGuard(guard, guard_ranges, {n: readable(s) for n, s in sources.items() if n in names},
-                                kind, line.strip(), guard_notes))
-
-    for line in text.splitlines():
-        if m := _NOT_ALL.search(line):
-            add(m.group("guard").rstrip().removesuffix("."), "constraint", line)
-        elif m := _EQUAL.search(line):
-            add(f"{m.group('a')} == {m.group('b')}", "equality", line)
-        elif m := _RELATED.search(line):
-            add(f"{m.group('lhs')} == {m.group('rhs')}", "equality", line)
-        elif m := _MARKED.search(line):
-            add(f"{m.group('name')} == {m.group('value')}", "specialization", line)
-        elif m := _SOLVED.search(line):
-            add(f"{m.group('name')} == {m.group('value')}", "specialization", line)
-        elif m := _DATA.search(line):
-            add(m.group("expr"), "data-dependent", line)
-    return found
+    names = _Names()
+    for m in _NOT_ALL.finditer(text):       # Dim names first: a guard may mention a dim named later
+        names.declare(m.group("var"), m.group("range"))
+    for m in (*_EQUAL.finditer(text), *_RELATED.finditer(text)):
+        names.declare(m.group("a"))
+        names.declare(m.group("b"))
+    out: list[TorchGuard] = []
+    seen: set[tuple] = set()
+    for block in _blocks(text):
+        fixes, size_like = _suggested_fixes(block), _size_like(block)
+        for guard, kind, line, region in _items(block, names):
+            data = kind.startswith("data-dependent")
+            ranges, notes = {}, []
+            for name in _symbols(guard, kind) or ():
+                if name in names.ranges:
+                    ranges[name] = names.ranges[name]
+                    notes += names.notes[name]
+                elif _UNBACKED.fullmatch(name):
+                    ranges[name] = (0, None) if name in size_like else (None, None)
+                    notes.append(f"{name} is unbacked (data-dependent): " + (
+                        "size-like, so its range is [0, inf)" if name in size_like
+                        else "not size-like, so its range is (-inf, inf)"))
+                elif _BACKED.fullmatch(name):
+                    ranges[name] = IMPLICIT_SIZE_RANGE
+                    notes.append(f"{name} is a backed size torch names without its input: using [2, inf)")
+                elif data:
+                    ranges[name] = (None, None)
+                    notes.append(f"{name} is computed from tensor data: no range known, so (-inf, inf)")
+            if fixes and kind == "constraint":
+                notes.append("torch suggested: " + "; ".join(fixes))
+            key = (guard, tuple(sorted(ranges.items())))
+            if key in seen:
+                continue
+            seen.add(key)
+            sources = {n: readable(names.paths[n]) for n in ranges if n in names.paths}
+            out.append(TorchGuard(guard, ranges, sources, kind, line.strip(), notes,
+                                  _frame(region) if data or kind == "specialization" else None))
+    return out
 
 
-def _size_like(text: str) -> set[str]:
-    m = _SIZE_LIKE.search(text)
-    if m is None or m.group("names").strip() == "none":
-        return set()
-    return {n.strip() for n in m.group("names").split(",")}
+_ADVICE = ("torch needs a fixed answer here while tracing; make the code branch-free (torch.where, "
+           "torch.cond) or state what holds with torch._check(...) before it")
+
+
+def _unexplained(found: TorchGuard, index: int, reason: str) -> Explanation:
+    where = Provenance(found.where).to_dict() if found.where else None
+    return Explanation("guard", index, found.guard, found.guard, where, [], "not checked", None, None,
+                       notes=[reason, *found.notes])
 
 
 def explain_torch_error(text: str, strategy="cascade", timeout: float = DEFAULT_TIMEOUT,
-                        max_guards: int | None = None) -> list[tuple[TorchGuard, Explanation]]:
-    """Each guard of torch's text (the first ``max_guards``), explained by the engine."""
+                        max_guards: int | None = None, budget: float | None = None
+                        ) -> list[tuple[TorchGuard, Explanation]]:
+    """Each guard of torch's text (the first ``max_guards``), explained by the engine.
+
+    ``timeout`` bounds each solver call; ``budget`` (seconds, optional) bounds
+    the whole text: guards left when it runs out are reported "not checked".
+    """
+    deadline = None if budget is None else time.monotonic() + budget
     out = []
-    for found in find_guards(text)[:max_guards]:
-        explanation = explain_guard(found.guard, found.ranges, sources=found.sources, strategy=strategy,
-                                    timeout=timeout)
-        explanation.notes.extend(found.notes)
-        out.append((found, explanation))
+    for index, found in enumerate(find_guards(text)[:max_guards]):
+        left = None if deadline is None else deadline - time.monotonic()
+        if found.kind == "data-dependent value":
+            ex = _unexplained(found, index, "torch needed a concrete integer for this data-dependent value; "
+                                            + _ADVICE)
+        elif left is not None and left <= 0:
+            ex = _unexplained(found, index, "time budget used up before this guard")
+        else:
+            try:
+                ex = explain_guard(found.guard, found.ranges, sources=found.sources, strategy=strategy,
+                                   timeout=timeout if left is None else max(0.05, min(timeout, left)),
+                                   where=Provenance(found.where) if found.where else None)
+            except (ParseError, ValueError, RecursionError) as exc:
+                ex = _unexplained(found, index, f"not explained: {str(exc).splitlines()[0]}")
+            else:
+                ex.index = index
+                ex.notes.extend(found.notes)
+                if found.kind == "data-dependent":
+                    ex.fixes = []           # Dim-range fixes do not apply to values computed from data
+                    ex.notes.append(_ADVICE)
+        out.append((found, ex))
     return out
+
+
+def explain_messages(text: str, strategy="cascade", timeout: float = DEFAULT_TIMEOUT,
+                     max_guards: int | None = None, budget: float | None = None) -> list[Explanation]:
+    """The explanation of each guard in torch's error text or log (see ``explain_torch_error``)."""
+    return [ex for _, ex in explain_torch_error(text, strategy, timeout, max_guards, budget)]

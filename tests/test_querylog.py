@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 import pytest
-
 import shapeproof
+from export_cases import CASES
 from shapeproof.shapes.querylog import read_log, replay, to_log, write_log
 from shapeproof.solver.parse import parse_condition
-
-from export_cases import CASES
 
 _BY_NAME = {c.name: c for c in CASES}
 

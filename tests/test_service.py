@@ -8,7 +8,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from shapeproof.shapes.service import ServiceLimits, make_server
 
 

@@ -6,15 +6,14 @@ import warnings
 import zipfile
 
 import pytest
+import shapeproof
 import torch
 import torch.nn.functional as F_nn
-from torch.export import Dim
-
-import shapeproof
 from shapeproof.export.regions import check_partition, python_guard
 from shapeproof.export.split import SplitProgram, load_split
 from shapeproof.solver.parse import parse_condition
 from shapeproof.solver.terms import symbol
+from torch.export import Dim
 
 __shapeproof_user_code__ = True
 

@@ -12,13 +12,20 @@ imported (``solver`` itself never imports torch).
 from __future__ import annotations
 
 import sympy
-from sympy import Expr, Symbol
-
 from shapeproof.solver import formula as F
 from shapeproof.solver.api import STRATEGIES
 from shapeproof.solver.problem import Deadline, Problem
-from shapeproof.solver.strategy import Outcome, Strategy, check_counterexample, proven, refuted, sample_points, unknown
+from shapeproof.solver.strategy import (
+    Outcome,
+    Strategy,
+    check_counterexample,
+    proven,
+    refuted,
+    sample_points,
+    unknown,
+)
 from shapeproof.solver.terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv
+from sympy import Expr, Symbol
 
 from . import torch_internals as T
 

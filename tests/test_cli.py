@@ -1,0 +1,57 @@
+"""The ``shapeproof`` command line, run in-process: output and exit codes."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from shapeproof.cli import main, parse_range
+
+MODELS = Path(__file__).with_name("cli_models.py")
+MESSAGE = ("Not all values of T = L['x'].size()[1] in the specified range T <= 1024 satisfy the generated guard "
+           "(L['x'].size()[1] % 4) != 0.")
+
+
+def test_ranges():
+    assert parse_range("L=2:4096") == ("L", (2, 4096))
+    assert parse_range("L=2:") == ("L", (2, None))
+    assert parse_range("S=2") == ("S", (2, 2))
+
+
+def test_prove_exit_codes(capsys):
+    assert main(["prove", "((2*T*T)//T) == 2*T", "--range", "T=2:"]) == 0
+    assert "proven" in capsys.readouterr().out
+    assert main(["prove", "((1 + (L // 4)) % 8) != 0", "--range", "L=2:4096", "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "refuted" and (1 + out["counterexample"]["L"] // 4) % 8 == 0
+    assert main(["prove", "T %% 4", "--range", "T=2:9"]) == 2
+    assert "position" in capsys.readouterr().err
+    assert main(["prove", "T > 0", "--range", "T=two"]) == 2
+    assert main(["prove"]) == 2
+
+
+def test_explain_text_and_file(tmp_path, capsys):
+    assert main(["explain", MESSAGE]) == 1
+    out = capsys.readouterr().out
+    assert "fails at:   T = 4" in out and "1 fail" in out
+    log = tmp_path / "export.log"
+    log.write_text("some output\n  - " + MESSAGE.replace("(L['x'].size()[1] % 4) != 0",
+                   "(((-1) + ((2*L['x'].size()[1]*L['x'].size()[1]) // L['x'].size()[1])) % L['x'].size()[1]) != 0")
+                   + "\nmore output\n")
+    assert main(["explain", str(log)]) == 0
+    assert "1 hold for every value in range" in capsys.readouterr().out
+    assert main(["explain", str(tmp_path / "missing.log")]) == 2
+    assert main(["explain", "nothing torch would print"]) == 2
+
+
+def test_export_and_report(tmp_path, capsys):
+    saved, page = tmp_path / "m.pt2", tmp_path / "r.html"
+    assert main(["export", f"{MODELS}:exports", "--save", str(saved), "--report", str(page)]) == 0
+    assert saved.stat().st_size > 0 and "exported" in page.read_text()
+    capsys.readouterr()
+    assert main(["export", f"{MODELS}:fails"]) == 1
+    err = capsys.readouterr().err
+    assert "x.size(1) = T" in err and "fails at T = 3" in err and "2*Dim(" in err
+    assert main(["report", f"{MODELS}:fails", "-o", str(page)]) == 1
+    assert "export failed" in page.read_text()
+    assert main(["export", f"{MODELS}:nope"]) == 2
+    assert main(["export", "not_a_module_anywhere:f"]) == 2
