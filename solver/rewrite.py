@@ -105,7 +105,13 @@ class Reduction:
         env = dict(point)
         for sym, expr in reversed(self.substitutions):
             env[sym] = _eval(expr, env, {})
-        return {s: env[s] for s in self.original.symbols}
+        return {s: env[s] if s in env else _any_value(self.original.ranges[s]) for s in self.original.symbols}
+
+
+def _any_value(span: tuple) -> int:
+    """A value for a symbol that normalization cancelled out of every formula (so any value in range works)."""
+    lo, hi = span
+    return lo if lo is not None else (hi if hi is not None else 0)
 
 
 def _divisibility(rel: F.Rel) -> tuple[Symbol, int] | None:

@@ -8,6 +8,7 @@ import warnings
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+import shapeproof.tracer  # noqa: F401  (registers strategy "torch", which is held to the same standard)
 from shapeproof.solver import STRATEGIES, CeilDiv, FloorDiv, Max, Min, Mod, Status, TruncDiv, prove, symbol
 from shapeproof.solver.formula import conj, disj, neg, rel
 from shapeproof.solver.problem import Problem

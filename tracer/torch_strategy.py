@@ -90,15 +90,19 @@ class TorchStrategy(Strategy):
         try:
             goal = convert.condition(problem.goal)
             axioms = tuple(convert.condition(f) for f in problem.facts)
+            answer = goal if goal in (sympy.true, sympy.false) else env._maybe_evaluate_static(
+                goal, axioms=axioms or None)
         except ValueError as exc:
             return unknown(str(exc))
-        if goal in (sympy.true, sympy.false):
-            answer = goal
-        else:
-            answer = env._maybe_evaluate_static(goal, axioms=axioms or None)
+        except ZeroDivisionError:   # torch's sympy functions evaluate a constant zero divisor eagerly
+            return unknown("torch cannot reason about a division by zero")
         if answer is None:
             return unknown("torch's static evaluation left it open")
         if bool(answer):
+            # torch takes every divisor to be nonzero; shapeproof's goals are false where one is zero
+            for d in sorted({d for r in F.relations(problem.goal) for d in r.divisors}, key=str):
+                if env._maybe_evaluate_static(sympy.Ne(convert.term(d), 0), axioms=axioms or None) is not sympy.true:
+                    return unknown("torch decides it assuming a divisor is nonzero, which it cannot show")
             return proven("torch's ShapeEnv decides it statically")
         point = self._witness(problem, deadline)
         if point is None:
