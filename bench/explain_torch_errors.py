@@ -69,7 +69,6 @@ def main(argv=None) -> int:
     for line in args.errors.read_text().splitlines():
         entry = json.loads(line)
         results = explain_torch_error(entry["message"])
-        statuses = [ex.status for _, ex in results]
         checks = [check(found, ex, args.scan) for found, ex in results]
         bad = [c for c in checks if not c.startswith("ok") and c != "unknown"]
         wrong += len(bad)

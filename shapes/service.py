@@ -119,7 +119,9 @@ def do_explain(body: dict, limits: ServiceLimits) -> dict:
     timeout = _timeout(body, limits)
     if "message" in body:
         message = _text(body, "message", limits, cap=limits.max_message)
-        results = explain_torch_error(message, timeout=timeout, max_guards=limits.max_guards)
+        # one budget for the whole message: guards past it come back "not checked" instead of a slow answer
+        results = explain_torch_error(message, timeout=timeout, max_guards=limits.max_guards,
+                                      budget=2 * limits.max_timeout)
         return {"guards": [{"guard": found.guard, "kind": found.kind, **ex.to_dict()} for found, ex in results]}
     text = _text(body, "guard", limits)
     _condition(text, limits)                      # reject bad text with the service's limits first
@@ -203,7 +205,7 @@ class Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.OK, handler(body, self.limits))
         except BadRequest as exc:
             self._error(exc.status, exc.error, exc.detail)
-        except Exception as exc:  # never a traceback to the client; the reason only
+        except Exception as exc:  # noqa: BLE001 - never a traceback to the client; the reason only
             self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error", type(exc).__name__)
         finally:
             self.slots.release()

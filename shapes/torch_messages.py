@@ -31,8 +31,8 @@ from .explain import Explanation
 from .provenance import Frame, Provenance
 from .standalone import explain_guard
 
-__all__ = ["TorchGuard", "find_guards", "explain_torch_error", "explain_messages", "readable",
-           "IMPLICIT_SIZE_RANGE"]
+__all__ = ["IMPLICIT_SIZE_RANGE", "TorchGuard", "explain_messages", "explain_torch_error", "find_guards",
+           "readable"]
 
 # torch's default range for a backed size (0 and 1 are specialized); its messages omit bounds at or past it
 IMPLICIT_SIZE_RANGE = (2, None)
@@ -53,11 +53,11 @@ _SOLVED = re.compile(r"solving the guards generated for (?P<var>[^\n]+?) resulte
                      r"(?P<value>-?\d+)")
 _DATA = re.compile(r"Could not (?P<what>guard on|extract specialized integer from) data-dependent expression "
                    r"(?P<expr>[^\n]+?)(?: \(unhinted: [^\n]*?\)\.\s+\(Size-like symbols: (?P<sl>[^)\n]*)\)"
-                   r"|\.?[ \t]*$)", re.M)
+                   r"|\.?[ \t]*$)", re.MULTILINE)
 _BRANCH = re.compile(r"Data-dependent branching")
 _BLOCK_START = re.compile(r"Constraints violated \(|Data-dependent branching|Could not (?:guard on|extract)")
 _BRANCH_END = re.compile(r"\n\s*(?:Hint:|Developer debug context|from user code:|For more details)")
-_FX_NODE = re.compile(r"^\s*(?P<var>\w+) = (?P<op>[\w.]+)\((?P<args>[^()\n]*)\)\s*$", re.M)
+_FX_NODE = re.compile(r"^\s*(?P<var>\w+) = (?P<op>[\w.]+)\((?P<args>[^()\n]*)\)\s*$", re.MULTILINE)
 _FRAME = re.compile(r'File "(?P<file>[^"\n]+)", line (?P<line>\d+), in (?P<fn>[^\s,]+)'
                     r"(?:, code: (?P<code>[^\n]*)|\n[ \t]*(?P<next>[^\n]*))?")
 _FIXES = re.compile(r"Suggested fixes:\n((?:[ \t]+\S[^\n]*\n?)+)")

@@ -1,5 +1,5 @@
 """Reading torch.export's own error text back into guards, and explaining them."""
-from shapeproof.shapes.torch_messages import explain_torch_error, find_guards, readable
+from shapeproof.shapes.torch_messages import explain_messages, explain_torch_error, find_guards, readable
 
 CONSTRAINTS = """Constraints violated (H, W)! For more information, run with TORCH_LOGS="+dynamic".
   - Not all values of W = L['pixel_values'].size()[3] in the specified range 32 <= W <= 256 satisfy the generated guard (L['pixel_values'].size()[3] % 4) == 0.
@@ -45,7 +45,7 @@ Could not guard on data-dependent expression Eq(u0, 1) (unhinted: Eq(u0, 1)).  (
 def test_a_true_guard_is_proven_and_a_log_without_guards_yields_none():
     text = ("Not all values of T = L['x'].size()[1] in the specified range 2 <= T <= 512 satisfy the generated "
             "guard (((-1) + ((2*L['x'].size()[1]*L['x'].size()[1]) // L['x'].size()[1])) % L['x'].size()[1]) != 0.")
-    [(found, ex)] = explain_torch_error(text)
+    [(_, ex)] = explain_torch_error(text)
     assert ex.status == "proven"
     assert find_guards("Data-dependent branching\n  Explanation: Detected data-dependent branching") == []
 
@@ -53,3 +53,73 @@ def test_a_true_guard_is_proven_and_a_log_without_guards_yields_none():
 def test_readable_paths():
     assert readable("L['x'].size()[1]") == "x.size(1)"
     assert readable("L['kwargs']['mask'].size()[0]") == "kwargs['mask'].size(0)"
+
+
+def test_relaxed_and_inferred_dims_unbounded_ranges_and_paths_named_later():
+    text = """Constraints violated (B, L['y'].size()[0])! For more information, run with TORCH_LOGS="+dynamic".
+  - Not all values of RelaxedUnspecConstraint(L['y'].size()[0]) are valid because L['y'].size()[0] was inferred to be equal to 2*L['x'].size()[10].
+  - Not all values of N = L['n'] in the specified range 4 <= N are valid because N was inferred to be a constant (7).
+  - Not all values of B = L['x'].size()[1] in the specified range 2 <= B <= int_oo satisfy the generated guard Eq(L['x'].size()[1], L['x'].size()[10]).
+  - Not all values of C = L['x'].size()[10] in the specified range 3 <= C <= 9 satisfy the generated guard (L['x'].size()[10] % 3) == 0.
+"""
+    found = find_guards(text)
+    assert [g.guard for g in found] == ["y_size_0 == (2*C)", "N == 7", "Eq(B, C)", "(C % 3) == 0"]
+    relaxed, const, both, _ = found
+    assert relaxed.ranges == {"y_size_0": (2, None), "C": (3, 9)} and relaxed.sources["y_size_0"] == "y.size(0)"
+    assert const.ranges == {"N": (4, None)}
+    assert both.ranges == {"B": (2, None), "C": (3, 9)} and both.sources == {"B": "x.size(1)", "C": "x.size(10)"}
+    explained = {g.guard: ex for g, ex in explain_torch_error(text)}
+    assert explained["N == 7"].counterexample["N"] != 7
+    point = explained["Eq(B, C)"].counterexample
+    assert point["B"] != point["C"] and 3 <= point["C"] <= 9
+    assert explained["(C % 3) == 0"].counterexample["C"] in (4, 5, 7, 8)
+
+
+def test_data_dependent_errors_keep_the_user_frame_and_drop_dim_fixes():
+    text = """Could not guard on data-dependent expression Eq(Mod(u0, 4), 0) (unhinted: Eq(Mod(u0, 4), 0)).  (Size-like symbols: u0)
+
+Caused by: (_export/non_strict_utils.py:1205 in __torch_function__)
+The following call raised this error:
+  File "models/pad.py", line 12, in forward
+    if n % 4 == 0:
+
+Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)
+"""
+    [(found, ex), (value, not_checked)] = explain_torch_error(text)
+    assert found.ranges == {"u0": (0, None)} and "size-like" in " ".join(found.notes)
+    assert ex.status == "refuted" and ex.counterexample["u0"] % 4 != 0 and ex.fixes == []
+    assert ex.where["file"] == "models/pad.py" and ex.where["line"] == 12 and ex.where["code"] == "if n % 4 == 0:"
+    assert value.kind == "data-dependent value" and not_checked.status == "not checked" and not_checked.index == 1
+
+
+def test_dynamo_data_dependent_branch_becomes_its_traced_comparison():
+    text = """Data-dependent branching
+  Explanation: Detected data-dependent branching (e.g. `if my_tensor.sum() > 0:`).
+
+      The branch condition involves a tensor computed as follows:
+        # File "m.py", line 7, in pad, code: max_pad = max(a, b)
+        max_pad = maximum(a, extra)
+        # File "m.py", line 9, in pad, code: if length <= max_pad:
+        ge = ge(max_pad, 4800)
+
+  Hint: Use `torch.cond` to express dynamic control flow.
+
+from user code:
+   File "m.py", line 20, in forward
+    out = self.pad(x)
+"""
+    [found] = find_guards(text)
+    assert found.guard == "max_pad >= 4800" and found.ranges == {"max_pad": (None, None)}
+    assert (found.where.lineno, found.where.code) == (9, "if length <= max_pad:")
+
+
+def test_explain_messages_numbers_guards_and_honours_the_time_budget():
+    text = "\n".join(f"  - Not all values of T = L['x'].size()[1] in the specified range 2 <= T <= 64 satisfy the "
+                     f"generated guard (L['x'].size()[1] % {k}) != 0." for k in (2, 3, 5))
+    explanations = explain_messages(text)
+    assert [ex.index for ex in explanations] == [0, 1, 2]
+    assert [ex.counterexample for ex in explanations] == [{"T": 2}, {"T": 3}, {"T": 5}]
+    assert all(ex.status == "not checked" for ex in explain_messages(text, budget=0))
+    truncated = explain_messages("Not all values of T = L['x'].size()[1] in the specified range T <= 8 satisfy the "
+                                 "generated guard ((L['x'].size()[1] // 4")
+    assert truncated[0].status == "not checked" and "not explained" in truncated[0].notes[0]
