@@ -13,10 +13,9 @@ from shapeproof.shapes.records import Query
 from shapeproof.shapes.report import lift
 from shapeproof.solver.api import DEFAULT_TIMEOUT
 from shapeproof.tracer.engine_env import TorchDataDependentError
-from shapeproof.tracer.torch_internals import EXPORTED_PROGRAM_GUARDS_ATTRIBUTE
 
 from .errors import ExportError
-from .regions import RegionSearch, python_guard, search_regions, trace, variable_sources
+from .regions import RegionSearch, python_guard, search_regions, set_input_checks, trace, variable_sources
 from .specs import apply_fixes, normalize_spec
 from .split import SplitProgram, split_program
 
@@ -91,13 +90,13 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
                             max_regions=max_regions, one_program_only=not split and single_dim)
     if search.covered and len(search.regions) == 1:
         # every trace gave this graph: the violated guards only chose between identical code paths
-        setattr(first.program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE, [])
+        set_input_checks(first)
         return result(first.program, search)
     if search.covered and split:
         return result(split_program(model, first, search), search)
     kept = _torch_compatible_checks(first, search) if search.covered else None
     if kept is not None:
-        setattr(first.program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE, [kept])
+        set_input_checks(first, kept)
         message = ("the program rejects inputs outside its region (like torch.export, which keeps guards over "
                    f"several dims as input checks): {kept}; export with split=True for one package covering "
                    "every region")

@@ -31,11 +31,12 @@ from shapeproof.solver.bounds import Bounds
 from shapeproof.solver.evaluate import evaluate_term, truth
 from shapeproof.solver.terms import CeilDiv, FloorDiv, divisors, iter_nodes, symbol
 from shapeproof.tracer.engine_env import EngineShapeEnv, engine_tracing
+from shapeproof.tracer.torch_internals import EXPORTED_PROGRAM_GUARDS_ATTRIBUTE
 from sympy import Expr, Symbol
 
 from .specs import dim_specs
 
-__all__ = ["Region", "RegionSearch", "Trace", "python_guard", "search_regions", "trace"]
+__all__ = ["set_input_checks", "Region", "RegionSearch", "Trace", "python_guard", "search_regions", "trace"]
 
 
 @dataclass
@@ -312,6 +313,16 @@ def check_partition(predicates: list[F.Formula], box: dict, *, strategy="cascade
 
 
 # ---------------------------------------------------------------------------- predicates as input checks
+
+def set_input_checks(t: Trace, region_check: str | None = None) -> None:
+    """Make the program of ``t`` check its inputs against its region instead of its own trace's guards.
+
+    torch's own checks that the engine did not judge (declared equalities
+    between inputs, guards it could not read) stay.
+    """
+    checks = t.torch_env.input_checks(t.program.graph_module, drop_mirrored=True)
+    setattr(t.program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE, checks + ([region_check] if region_check else []))
+
 
 def variable_sources(sizes: dict[str, Expr]) -> dict[Symbol, str]:
     """Each canonical variable as Python over torch's source names (``(L['x'].size()[1] - 1) // 2``)."""

@@ -135,9 +135,7 @@ def split_program(model, first, search) -> SplitProgram:
     before anything is packaged; each member keeps its own predicate as its
     input check.
     """
-    from shapeproof.tracer.torch_internals import EXPORTED_PROGRAM_GUARDS_ATTRIBUTE
-
-    from .regions import check_partition, python_guard, variable_sources
+    from .regions import check_partition, python_guard, set_input_checks, variable_sources
 
     predicates = [r.predicate for r in search.regions]
     problems = check_partition(predicates, search.box)
@@ -149,8 +147,7 @@ def split_program(model, first, search) -> SplitProgram:
     if not all(var in sources for var in idents):
         raise ValueError("a dim of the regions cannot be read from the inputs")
     for region in search.regions:
-        code = python_guard(region.predicate, sources)
-        setattr(region.program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE, [code])
+        set_input_checks(region.traces[0], python_guard(region.predicate, sources))
     params = list(inspect.signature(model.forward).parameters)
     return SplitProgram([r.program for r in search.regions],
                         [F.substitute(p, idents) for p in predicates],

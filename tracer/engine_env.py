@@ -38,7 +38,8 @@ from shapeproof.shapes.provenance import Provenance
 
 from .sympy_bridge import UnsupportedExpression, bounds_of, to_condition
 from .torch_internals import (
-    FakeTensorMode, GuardOnDataDependentSymNode, OpOverload, TorchShapeEnv, TracingContext, tracing,
+    FakeTensorMode, GuardOnDataDependentSymNode, OpOverload, TorchShapeEnv, TracingContext, convert_guards_to_code,
+    tracing,
 )
 
 __all__ = ["DimSpec", "EngineShapeEnv", "TorchDataDependentError", "engine_tracing", "readable_source",
@@ -115,6 +116,8 @@ class EngineShapeEnv(TorchShapeEnv):
         self._roots: dict[str, sympy.Symbol] = {}
         self._static_memo: dict = {}
         self.unmirrored: list = []     # guards torch recorded that the engine cannot read (kept as input checks)
+        self.mirrored: set[int] = set()  # indices into self.guards of guards the engine records and judges
+        self._producing_guards = False
 
     # -- symbols -----------------------------------------------------------------
     def create_symbol(self, val, source, dynamic_dim=None, constraint_dim=None, positive=True,
@@ -209,6 +212,10 @@ class EngineShapeEnv(TorchShapeEnv):
         if (result is not None or unbacked_only or compute_hint or var_to_range is not None
                 or not isinstance(expr, sympy.logic.boolalg.Boolean) or not expr.free_symbols):
             return result
+        if self._producing_guards and isinstance(expr, sympy.Eq) and axioms is None:
+            # torch enforcing a declared equality between inputs (a shared Dim): the engine knows
+            # it by declaration, but torch must record it so the program checks it on its inputs
+            return result
         key = (expr, size_oblivious, axioms is None, self.engine.knowledge.version, len(self.engine.guards))
         if key not in self._static_memo:
             self._static_memo[key] = self._engine_static(expr, size_oblivious, ranges_only=axioms is not None)
@@ -258,12 +265,31 @@ class EngineShapeEnv(TorchShapeEnv):
         return sum(len(v) for v in self.deferred_runtime_asserts.values())
 
     def _mirror_guards(self, before: int) -> None:
-        for guard in self.guards[before:]:
+        if self._producing_guards:   # torch enforcing declared input equalities: they stay torch's input checks
+            return
+        for index in range(before, len(self.guards)):
+            guard = self.guards[index]
             cond = self._convert(guard.expr)
             if cond is None:
                 self.unmirrored.append(guard.expr)
-            else:
-                self.engine.record_guard(cond, where=_provenance(), size_oblivious=guard.size_oblivious)
+            elif self.engine.record_guard(cond, where=_provenance(), size_oblivious=guard.size_oblivious):
+                self.mirrored.add(index)
+
+    def input_checks(self, graph_module, drop_mirrored: bool) -> list[str]:
+        """The program's input checks (torch's ``_guards_code``), optionally without the guards the engine judged.
+
+        After a region search proves a program valid beyond its own trace,
+        the guards the engine mirrored are no longer requirements; what stays
+        is what torch recorded alone (declared equalities, unreadable guards).
+        """
+        if not drop_mirrored:
+            return convert_guards_to_code(graph_module)
+        kept = [g for i, g in enumerate(self.guards) if i not in self.mirrored]
+        saved, self.guards = self.guards, kept
+        try:
+            return convert_guards_to_code(graph_module)
+        finally:
+            self.guards = saved
 
     # -- the end of the trace ----------------------------------------------------------
     def produce_guards_verbose(self, *args, input_contexts=None, **kwargs):
@@ -282,7 +308,11 @@ class EngineShapeEnv(TorchShapeEnv):
             input_contexts = [_warn_only(c) for c in input_contexts]
         if kwargs.get("equalities_inputs") is not None:   # "the values of W and H must always be equal"
             kwargs["equalities_inputs"] = dataclasses.replace(kwargs["equalities_inputs"], warn_only=True)
-        produced = super().produce_guards_verbose(*args, input_contexts=input_contexts, **kwargs)
+        self._producing_guards = True
+        try:
+            produced = super().produce_guards_verbose(*args, input_contexts=input_contexts, **kwargs)
+        finally:
+            self._producing_guards = False
         if self.dim_constraints is not None:   # its forced specializations are guards the engine checks too
             self.dim_constraints.forced_specializations = dict
             self.dim_constraints.prettify_results = _message_or_nothing(self.dim_constraints.prettify_results)

@@ -10,6 +10,7 @@ from torch._guards import TracingContext, tracing
 from torch._ops import OpOverload
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.export.dynamic_shapes import _DerivedDim as DerivedDim
+from torch.export.exported_program import _convert_guards_to_code as convert_guards_to_code
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv as TorchShapeEnv
 from torch.utils._sympy.functions import (
@@ -22,7 +23,7 @@ from torch.utils._sympy.value_ranges import ValueRanges
 # (name, object) pairs the pin test checks; add a row when touching a new private name.
 PINNED = {
     "TracingContext": TracingContext, "tracing": tracing, "OpOverload": OpOverload,
-    "FakeTensorMode": FakeTensorMode, "DerivedDim": DerivedDim,
+    "FakeTensorMode": FakeTensorMode, "DerivedDim": DerivedDim, "convert_guards_to_code": convert_guards_to_code,
     "GuardOnDataDependentSymNode": GuardOnDataDependentSymNode, "TorchShapeEnv": TorchShapeEnv,
     "CeilToInt": CeilToInt, "CleanDiv": CleanDiv, "FloatTrueDiv": FloatTrueDiv, "FloorDiv": FloorDiv,
     "FloorToInt": FloorToInt, "Identity": Identity, "IntTrueDiv": IntTrueDiv, "LShift": LShift, "Max": Max,

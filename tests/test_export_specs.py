@@ -1,0 +1,87 @@
+"""torch.export's spec objects and control-flow operators through shapeproof.export, checked against eager.
+
+Each test follows a documented torch.export behaviour (torch 2.13 docs,
+"torch.export" and "Dynamic shapes"): ``ShapesCollection`` and ``Dim.AUTO``
+specs, keyword inputs with dict specs, ``torch._check_is_size`` on an
+``.item()`` value, and ``map`` over the leading dim.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+from functorch.experimental.control_flow import map as control_flow_map
+from torch.export import Dim, ShapesCollection
+
+import shapeproof
+
+
+def _same(program, model, *args, **kwargs):
+    with torch.no_grad():
+        expected, got = model(*args, **kwargs), program.module()(*args, **kwargs)
+    return torch.allclose(expected, got)
+
+
+class Pool(torch.nn.Module):
+    def forward(self, x, mask=None):
+        y = torch.nn.functional.avg_pool1d(x, 2)          # floor(T / 2)
+        return y if mask is None else y * mask[..., : y.shape[-1]]
+
+
+def test_shapes_collection_spec():
+    """Docs: "ShapesCollection ... assigns dynamic shapes to tensors by identity"."""
+    x = torch.randn(2, 3, 40)
+    spec = ShapesCollection()
+    spec[x] = {2: Dim("T", min=4, max=200)}
+    program = shapeproof.export(Pool(), (x,), dynamic_shapes=spec)
+    for t in (4, 5, 199, 200):
+        assert _same(program, Pool(), torch.randn(2, 3, t))
+
+
+def test_dim_auto_lets_the_engine_infer_the_range():
+    """Docs: "Dim.AUTO ... the dimension may be dynamic; its range is inferred from tracing"."""
+    program = shapeproof.export(Pool(), (torch.randn(2, 3, 40),), dynamic_shapes=({2: Dim.AUTO},))
+    for t in (2, 3, 41, 1000):
+        assert _same(program, Pool(), torch.randn(2, 3, t))
+
+
+def test_keyword_inputs_with_a_dict_spec():
+    """Docs: dynamic_shapes "can be a dict mapping argument names to their specs"."""
+    t = Dim("T", min=4, max=128)
+    x, mask = torch.randn(2, 3, 40), torch.ones(2, 3, 40)
+    program = shapeproof.export(Pool(), (x,), {"mask": mask}, dynamic_shapes={"x": {2: t}, "mask": {2: t}})
+    for n in (4, 9, 128):
+        assert _same(program, Pool(), torch.randn(2, 3, n), mask=torch.rand(2, 3, n))
+    with pytest.raises(Exception):
+        program.module()(torch.randn(2, 3, 9), mask=torch.rand(2, 3, 10))   # T must agree across inputs
+
+
+class TakeCount(torch.nn.Module):
+    def forward(self, x, n):
+        k = n.item()
+        torch._check_is_size(k)
+        torch._check(k <= x.shape[0])
+        return x[:k].sum(0)
+
+
+def test_check_is_size_on_an_item_value():
+    """Docs: "torch._check_is_size(u) ... tells the compiler u is a valid size", so slicing by it traces."""
+    program = shapeproof.export(TakeCount(), (torch.randn(10, 3), torch.tensor(4)),
+                                dynamic_shapes=({0: Dim("N", min=2, max=64)}, None))
+    for rows, k in ((10, 4), (64, 64), (2, 0), (7, 3)):
+        x, n = torch.randn(rows, 3), torch.tensor(k)
+        assert _same(program, TakeCount(), x, n)
+    with pytest.raises(Exception):          # the runtime assert of torch._check(k <= N)
+        program.module()(torch.randn(5, 3), torch.tensor(6))
+
+
+class MapRows(torch.nn.Module):
+    def forward(self, xs, y):
+        return control_flow_map(lambda x, y: x.reshape(-1, 2).sum(-1) + y, xs, y)
+
+
+def test_map_over_the_leading_dim():
+    """Docs: "map applies a function to the leading dimension of its inputs" (control-flow operators)."""
+    spec = ({0: Dim("B", min=2, max=16), 1: 2 * Dim("h", min=1, max=32)}, {0: Dim("h", min=1, max=32)})
+    program = shapeproof.export(MapRows(), (torch.randn(3, 8), torch.randn(4)), dynamic_shapes=spec)
+    for b, h in ((2, 1), (16, 32), (5, 7)):
+        assert _same(program, MapRows(), torch.randn(b, 2 * h), torch.randn(h))
