@@ -36,6 +36,11 @@ from sympy import Expr, Symbol
 
 from .specs import dim_specs
 
+# A coverage question is asked once per trace (seconds each) and unions of regions are
+# the hardest queries of an export (measured: a 437,500-point box over a Swin window
+# partition ran out at 2 s), so it gets more time than a guard.
+COVERAGE_TIMEOUT = 30.0
+
 __all__ = ["set_input_checks", "Region", "RegionSearch", "Trace", "python_guard", "search_regions", "trace"]
 
 
@@ -250,7 +255,8 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
         if any(r is None for r in regions):
             search.reason = "a guard depends on something other than input sizes"
             break
-        verdict = prove(F.disj(*regions), ranges=search.box, strategy=strategy, timeout=timeout)
+        verdict = prove(F.disj(*regions), ranges=search.box, strategy=strategy,
+                        timeout=max(timeout, COVERAGE_TIMEOUT))
         if verdict.proven:
             search.covered = True
             break
@@ -293,7 +299,8 @@ def _group(traces: list[Trace]) -> list[Region]:
     return regions
 
 
-def check_partition(predicates: list[F.Formula], box: dict, *, strategy="cascade", timeout: float = 2.0) -> list[str]:
+def check_partition(predicates: list[F.Formula], box: dict, *, strategy="cascade",
+                    timeout: float = COVERAGE_TIMEOUT) -> list[str]:
     """Problems with ``predicates`` as a dispatch table over ``box``: gaps and overlaps, with a witness each.
 
     Empty when the solver proves that they cover the box and are pairwise

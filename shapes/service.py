@@ -211,14 +211,19 @@ class Handler(BaseHTTPRequestHandler):
             self.slots.release()
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: a burst of clients connecting at once
+    # overflows it and the kernel resets connections (seen in CI with 16 clients).
+    request_queue_size = 128
+    daemon_threads = True
+
+
 def make_server(host: str = "127.0.0.1", port: int = 8000, limits: ServiceLimits = ServiceLimits()
                 ) -> ThreadingHTTPServer:
     """A server bound to ``host:port`` (port 0 picks a free one); call ``serve_forever()`` on it."""
     handler = type("ShapeproofHandler", (Handler,), {"limits": limits,
                                                      "slots": threading.BoundedSemaphore(limits.max_concurrent)})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
-    return server
+    return _Server((host, port), handler)
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000) -> None:
