@@ -81,7 +81,10 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
     if not report.violations:
         if first.failure is not None:
             raise first.failure
-        return result(first.program)
+        notes = _unproven_note(report, strategy)
+        for note in notes:
+            warnings.warn(f"shapeproof.export: {note}", stacklevel=2)
+        return result(first.program, warnings=notes)
     if first.program is None:
         raise error() from first.failure
     # without split, several programs are only usable as torch-style input checks over several dims
@@ -116,6 +119,16 @@ def _torch_compatible_checks(first, search) -> str | None:
     if any(len(lift(first.engine, v.guard.condition).free_symbols) < 2 for v in first.report.violations):
         return None   # torch.export itself fails on a guard over one dim
     return python_guard(search.regions[0].predicate, variable_sources(first.sizes))
+
+
+def _unproven_note(report: GuardReport, strategy: str) -> list[str]:
+    """Guards the strategy could neither prove nor refute stay as input checks: say so, not silently narrow."""
+    if not report.unproven:
+        return []
+    shown = "; ".join(str(g.condition) for g in report.unproven[:3])
+    more = f" (+{len(report.unproven) - 3} more)" if len(report.unproven) > 3 else ""
+    return [f"strategy {strategy!r} could not decide {len(report.unproven)} guard(s); the program checks them on "
+            f"its inputs and may reject shapes inside the declared ranges: {shown}{more}"]
 
 
 def _region_notes(search: RegionSearch, split: bool) -> list[str]:

@@ -19,6 +19,7 @@ from typing import Iterable, Iterator
 
 import sympy
 from sympy import Expr, Integer, Symbol
+from sympy.printing.str import StrPrinter
 
 __all__ = [
     "symbol", "as_term", "is_term", "FloorDiv", "Mod", "CeilDiv", "TruncDiv", "Min", "Max",
@@ -203,6 +204,19 @@ def divisors(terms: Iterable[Expr]) -> frozenset[Expr]:
     return frozenset(found)
 
 
+class _TermPrinter(StrPrinter):
+    def _print_Mul(self, expr):
+        # sympy prints -1*(T + a)*(a + b) as "-(T + a)*(a + b)", which Python reads as
+        # ((-T - a))*(a + b): the same value but another term.  "-((T + a)*(a + b))" reads back exactly.
+        coeff, rest = expr.as_coeff_Mul()
+        if coeff == -1 and isinstance(rest, sympy.Mul) and any(isinstance(a, sympy.Add) for a in rest.args):
+            return f"-({self._print(rest)})"
+        return super()._print_Mul(expr)
+
+
+_PRINTER = _TermPrinter({"order": "none"})
+
+
 def term_str(term: Expr) -> str:
     """Python-syntax text of a term that ``shapeproof.solver.parse`` reads back."""
-    return sympy.sstr(term, order="none")
+    return _PRINTER.doprint(term)

@@ -1,0 +1,25 @@
+"""bench's strategy table counts an export only when the program serves the whole declared range."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # bench/ is a folder of scripts, not installed
+
+from bench.strategy_exports import full_range, table  # noqa: E402
+
+
+def _row(case, strategy, status, results=()):
+    return {"case": case, "exporter": "shapeproof", "strategy": strategy, "status": status, "seconds": 1.0,
+            "checks": [{"dims": {}, "result": r} for r in results]}
+
+
+def test_a_program_that_rejects_valid_shapes_is_not_counted_as_exported():
+    narrowed = _row("m", "interval", "exported", ["match", "rejects_valid", "rejects_valid"])
+    whole = _row("m", "cascade", "exported", ["match", "match", "eager_fails"])
+    wrong = _row("m", "z3", "exported", ["match", "mismatch"])
+    assert not full_range(narrowed) and full_range(whole) and not full_range(wrong)
+    assert not full_range(_row("m", "rewrite", "failed"))
+
+    text = table([narrowed, whole, wrong], ["interval", "cascade", "z3"])
+    assert "| m | interval | narrower: rejects 2/3 valid shapes |" in text
+    assert "| m | z3 | yes, MISMATCH |" in text
+    assert "interval: 0/1 (+1 narrower)" in text and "cascade: 1/1" in text and "z3: 0/1 (+1 narrower)" in text
