@@ -1,7 +1,7 @@
 """Whole exports under every solver strategy, side by side with plain torch.export.
 
     python -m bench [--registry bench/models.py] [--strategies interval,rewrite,z3,cascade,torch]
-                    [--cases a,b] [--group g] [--jobs 2] [--timeout 300] [--out bench/out/strategies]
+                    [--cases a,b] [--group g] [--jobs 2] [--timeout 60] [--out bench/out/strategies]
 
 For every model of a registry (the format of ``../shared/corpus/cases.py``;
 default: the project's own set in ``bench/models.py``) the runner exports once
@@ -65,6 +65,43 @@ def table(rows: list[dict], columns: list[str]) -> str:
             "valid shape and matches eager): " + ", ".join(totals) + "\n")
 
 
+def summary(rows: list[dict], columns: list[str]) -> str:
+    """One column per exporter/strategy: models exported, questions decided, solver and export time."""
+    def cells(fn):
+        return " | ".join(fn([r for r in rows if _label(r) == c], c) for c in columns)
+
+    def decided(rs, c):
+        q = [r["queries"] for r in rs if r.get("queries")]
+        total = sum(x["total"] for x in q)
+        done = sum(x["proven"] + x["refuted"] for x in q)
+        return f"{done}/{total} ({100 * done / total:.0f}%)" if total else "-"
+
+    def solver_ms(rs, c):
+        medians = [r["queries"]["ms_median"] for r in rs if (r.get("queries") or {}).get("total")]
+        return f"{statistics.median(medians):.1f}" if medians else "-"
+
+    ratios = time_ratios(rows, columns)
+
+    def ratio(rs, c):
+        pairs = ratios.get(c)
+        return "1.00" if c == TORCH else (f"{statistics.median(v for _, v in pairs):.2f}" if pairs else "-")
+
+    def count(pred):
+        return lambda rs, c: str(sum(1 for r in rs if pred(r)))
+
+    lines = [f"| {len({r['case'] for r in rows})} models | " + " | ".join(columns) + " |",
+             "|---|" + "---|" * len(columns),
+             "| exported over the declared ranges | " + cells(count(full_range)) + " |",
+             "| exported, narrower (rejects valid shapes) | "
+             + cells(count(lambda r: r["status"] == "exported" and not full_range(r))) + " |",
+             "| failed (with a reason) | " + cells(count(lambda r: r["status"] == "failed")) + " |",
+             "| timed out | " + cells(count(lambda r: r["status"] == "timeout")) + " |",
+             "| shape questions decided | " + cells(decided) + " |",
+             "| solver ms per question (median of models' medians) | " + cells(solver_ms) + " |",
+             "| export time / torch.export's (median, models both export) | " + cells(ratio) + " |"]
+    return "\n".join(lines) + "\n"
+
+
 def full_range(row: dict) -> bool:
     """Exported, and the program ran and matched eager at every sampled shape where eager runs."""
     results = [c["result"] for c in row.get("checks") or []]
@@ -91,10 +128,10 @@ def time_ratios(rows: list[dict], columns: list[str]) -> dict[str, list[tuple[st
         base = per.get(TORCH)
         if base is None or base["status"] != "exported":
             continue
-        for column in out:
+        for column, pairs in out.items():
             r = per.get(column)
             if r is not None and r["status"] == "exported":
-                out[column].append((case, r["seconds"] / base["seconds"]))
+                pairs.append((case, r["seconds"] / base["seconds"]))
     return out
 
 
@@ -103,20 +140,28 @@ def plots(rows: list[dict], columns: list[str], out: Path) -> list[Path]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     strategies = [c for c in columns if c != TORCH]
-    decided = {s: sum((r.get("queries") or {}).get("proven", 0) + (r.get("queries") or {}).get("refuted", 0)
-                      for r in rows if _label(r) == s) for s in strategies}
-    unknown = {s: sum((r.get("queries") or {}).get("unknown", 0) for r in rows if _label(r) == s) for s in strategies}
-    exported = {c: sum(1 for r in rows if _label(r) == c and full_range(r)) for c in columns}
+    asked = {s: [r["queries"] for r in rows if _label(r) == s and r.get("queries")] for s in strategies}
+    total = {s: sum(q["total"] for q in asked[s]) for s in strategies}
+    decided = {s: sum(q["proven"] + q["refuted"] for q in asked[s]) for s in strategies}
+    share = [100 * decided[s] / total[s] if total[s] else 0 for s in strategies]
+    full = [sum(1 for r in rows if _label(r) == c and full_range(r)) for c in columns]
+    narrow = [sum(1 for r in rows if _label(r) == c and r["status"] == "exported" and not full_range(r))
+              for c in columns]
+
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    ax1.bar(strategies, [decided[s] for s in strategies], label="decided (proven or refuted)", color="#3b7dd8")
-    ax1.bar(strategies, [unknown[s] for s in strategies], bottom=[decided[s] for s in strategies],
-            label="left to torch (unknown)", color="#d0d4da")
-    ax1.set_title("Shape questions during export, all models")
-    ax1.legend(fontsize=8)
-    ax2.bar(columns, [exported[c] for c in columns], color=["#888" if c == TORCH else "#2e9d5b" for c in columns])
-    ax2.set_title("Models exported over their declared ranges")
+    bars = ax1.bar(strategies, share, color="#3b7dd8")
+    ax1.bar_label(bars, [f"{decided[s]}/{total[s]}" for s in strategies], fontsize=8)
+    ax1.set_ylim(0, 110)
+    ax1.set_ylabel("% decided (proven or refuted)")
+    ax1.set_title("Shape questions the strategy settled (the rest: the example decides)", fontsize=10)
+    ax2.bar(columns, full, color=["#888" if c == TORCH else "#2e9d5b" for c in columns])
+    ax2.bar(columns, narrow, bottom=full, color="#e3b341")
+    ax2.set_title(f"Models exported, of {len({r['case'] for r in rows})}", fontsize=10)
+    ax2.legend(handles=[Patch(color="#2e9d5b", label="whole declared range (torch.export: grey)"),
+                        Patch(color="#e3b341", label="narrower (rejects valid shapes)")], fontsize=8, loc="lower right")
     fig.tight_layout()
     decided_png = out / "decided.png"
     fig.savefig(decided_png, dpi=110)
@@ -153,10 +198,7 @@ def write(rows: list[dict], columns: list[str], out: Path) -> str:
         writer.writeheader()
         for r in rows:
             writer.writerow({**r, **(r.get("queries") or {}), "strategy": _label(r), "differential": differential(r)})
-    text = table(rows, columns)
-    ratios = time_ratios(rows, columns)
-    medians = [f"{s} {statistics.median(v for _, v in pairs):.2f}" for s, pairs in ratios.items() if pairs]
-    text += "Median export time / torch.export's (models both export): " + ", ".join(medians) + "\n"
+    text = summary(rows, columns) + "\n" + table(rows, columns)
     (out / "table.md").write_text(text)
     plots(rows, columns, out)
     return text
@@ -170,10 +212,16 @@ def main(argv=None) -> int:
     parser.add_argument("--cases", default="")
     parser.add_argument("--group", default="")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--timeout", type=float, default=60, help="seconds per export (default 60)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "strategies")
+    parser.add_argument("--replot", action="store_true", help="redo table and plots from --out/results.jsonl")
     args = parser.parse_args(argv)
     args.strategy = "cascade"
+    if args.replot:
+        rows = [json.loads(line) for line in (args.out / "results.jsonl").read_text().splitlines()]
+        labels = {_label(r) for r in rows}
+        print(write(rows, [c for c in (TORCH, *STRATEGIES) if c in labels], args.out))
+        return 0
 
     cases = load_registry(args.registry)
     names = [n for n in cases if (not args.cases or n in args.cases.split(","))

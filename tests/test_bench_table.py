@@ -4,7 +4,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # bench/ is a folder of scripts, not installed
 
-from bench.strategy_exports import full_range, table  # noqa: E402
+from bench.strategy_exports import full_range, summary, table
 
 
 def _row(case, strategy, status, results=()):
@@ -23,3 +23,11 @@ def test_a_program_that_rejects_valid_shapes_is_not_counted_as_exported():
     assert "| m | interval | narrower: rejects 2/3 valid shapes |" in text
     assert "| m | z3 | yes, MISMATCH |" in text
     assert "interval: 0/1 (+1 narrower)" in text and "cascade: 1/1" in text and "z3: 0/1 (+1 narrower)" in text
+
+
+def test_summary_counts_each_outcome_once():
+    rows = [_row("a", "cascade", "exported", ["match"]), _row("b", "cascade", "exported", ["rejects_valid"]),
+            _row("c", "cascade", "failed"), _row("d", "cascade", "timeout")]
+    text = summary(rows, ["cascade"])
+    for label in ("exported over the declared ranges", "exported, narrower", "failed", "timed out"):
+        assert any(line.startswith(f"| {label}") and line.endswith("| 1 |") for line in text.splitlines())
