@@ -21,6 +21,10 @@ from .split import SplitProgram, split_program
 
 __all__ = ["export", "export_with_report", "ExportResult", "suggest_dynamic_shapes"]
 
+# With split=True several traces may give one program (see regions.py); without it
+# the search only merges identical graphs, and stops after max_regions traces.
+TRACES_PER_REGION = 3
+
 
 @dataclass
 class ExportResult:
@@ -90,7 +94,8 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
     # without split, several programs are only usable as torch-style input checks over several dims
     single_dim = any(len(lift(first.engine, v.guard.condition).free_symbols) < 2 for v in report.violations)
     search = search_regions(model, args, kwargs, spec, first, strategy=strategy, timeout=timeout,
-                            max_regions=max_regions, one_program_only=not split and single_dim)
+                            max_regions=max_regions, max_traces=TRACES_PER_REGION * max_regions if split else None,
+                            one_program_only=not split and single_dim)
     if search.covered and len(search.regions) == 1:
         # every trace gave this graph: the violated guards only chose between identical code paths
         set_input_checks(first)
@@ -155,6 +160,8 @@ def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, d
     per region and a dispatcher), and otherwise ``ExportError`` is raised.  Its
     message leads with the input dim, the source line, a counterexample, the
     regions found and fixes; ``suggest_dynamic_shapes`` applies the fixes.
+    ``max_regions`` bounds the number of distinct programs (with ``split=True``
+    the search may trace up to ``TRACES_PER_REGION`` times as often).
     """
     return export_with_report(model, args, kwargs, dynamic_shapes=dynamic_shapes, strategy=strategy,
                               split=split, max_regions=max_regions).program

@@ -12,7 +12,10 @@ short-circuit ``and``) is not a restriction of the program.
 Regions are formulas over *canonical* input variables, one per input dim the
 user can set (the Dim name, else the input path), so regions from different
 traces are comparable.  The search stops when the solver proves that the
-regions cover the declared ranges, or after ``max_regions`` traces.
+regions cover the declared ranges, when more than ``max_regions`` distinct
+programs are found, or after ``max_traces`` traces (several traces often give
+one program: each trace's region is only as wide as its own guards, so a
+size-1 edge in two dims takes four traces even when it needs two programs).
 """
 from __future__ import annotations
 
@@ -240,14 +243,20 @@ def inputs_at(model, args: tuple, kwargs: dict | None, sizes: dict[str, int]) ->
 # ---------------------------------------------------------------------------- the search
 
 def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, timeout: float,
-                   max_regions: int, one_program_only: bool = False) -> RegionSearch:
+                   max_regions: int, max_traces: int | None = None, one_program_only: bool = False
+                   ) -> RegionSearch:
     """Trace at points outside the regions found so far until they cover the declared ranges.
 
     With ``one_program_only`` the search stops at the second distinct graph
     (the caller can only use a single program valid everywhere).
     """
+    max_traces = max_regions if max_traces is None else max_traces
     search = RegionSearch([first])
     while True:
+        programs = len({t.fingerprint for t in search.traces})
+        if programs > max_regions:
+            search.reason = f"more than max_regions={max_regions} distinct programs"
+            break
         if one_program_only and len({t.fingerprint for t in search.traces}) > 1:
             search.reason = "a second, different program was needed"
             break
@@ -263,8 +272,9 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
         if not verdict.refuted:
             search.reason = f"the solver could not decide whether the regions cover the ranges ({verdict.reason})"
             break
-        if len(search.traces) >= max_regions:
-            search.reason = f"{max_regions} traces did not cover the declared ranges (max_regions={max_regions})"
+        if len(search.traces) >= max_traces:
+            search.reason = (f"{max_traces} traces ({programs} distinct programs) did not cover the declared "
+                             f"ranges (max_regions={max_regions})")
             break
         point = {**first.point, **verdict.counterexample}
         new_args, new_kwargs = inputs_at(model, args, kwargs, input_sizes(first.sizes, point))

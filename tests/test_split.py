@@ -49,6 +49,15 @@ class FastPathAtNativeSize(torch.nn.Module):
         return x * 3
 
 
+class BothEven(torch.nn.Module):
+    """``if H % 2 == 0 and W % 2 == 0``: two programs, but three traces (the ``and`` short-circuits)."""
+
+    def forward(self, x):
+        if x.shape[1] % 2 == 0 and x.shape[2] % 2 == 0:
+            return x * 2
+        return x + 1
+
+
 def _eager(model, x):
     with torch.no_grad():
         return model(x)
@@ -156,3 +165,16 @@ def test_region_predicates_print_as_python_torch_can_check():
         except AssertionError:
             accepted = False
         assert accepted == expected, (t, code)
+
+
+def test_max_regions_bounds_programs_not_traces():
+    spec = ({1: Dim("H", min=2, max=30), 2: Dim("W", min=2, max=30)},)
+    example = (torch.randn(1, 4, 6),)
+    result = shapeproof.export_with_report(BothEven(), example, dynamic_shapes=spec, split=True, max_regions=2)
+    assert len(result.regions.regions) == 2 and len(result.regions.traces) == 3
+    package = result.program
+    for h, w in [(2, 2), (2, 3), (3, 2), (29, 30), (30, 30), (3, 3)]:
+        x = torch.randn(1, h, w)
+        assert torch.allclose(package.module()(x), _eager(BothEven(), x))
+    with pytest.raises(shapeproof.ExportError, match="max_regions=1"):
+        shapeproof.export(BothEven(), example, dynamic_shapes=spec, split=True, max_regions=1)
