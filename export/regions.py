@@ -257,7 +257,7 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
         if programs > max_regions:
             search.reason = f"more than max_regions={max_regions} distinct programs"
             break
-        if one_program_only and len({t.fingerprint for t in search.traces}) > 1:
+        if one_program_only and programs > 1:
             search.reason = "a second, different program was needed"
             break
         regions = [t.region for t in search.traces]
