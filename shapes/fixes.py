@@ -228,12 +228,63 @@ def _congruence_search(env, guard: F.Formula, states: dict, timeout: float) -> d
     return None
 
 
+def _bound_search(env, guard: F.Formula, states: dict, timeout: float) -> dict | None:
+    """Raise the minimums (else lower the maximums) of all of ``guard``'s dims together, up to their examples.
+
+    For guards such as ``min(H // 8, W // 8) > 4`` that no congruence fixes:
+    the smallest common step ``k`` (binary search; the result is re-proven)
+    with ``lo + k`` (or ``hi - k``) capped at each dim's example.
+    """
+    syms = [s for s in guard.free_symbols if env.symbols[s].hint is not None]
+    if len(syms) != len(guard.free_symbols):
+        return None
+    for side in ("lo", "hi"):
+        def moved(k, side=side):
+            trial = dict(states)
+            for s in syms:
+                state, hint = states[s], env.symbols[s].hint
+                new = _DimState(state.lo, state.hi)
+                new.modulus, new.remainder = state.modulus, state.remainder
+                if side == "lo":
+                    new.lo = hint if state.lo is None else min(hint, state.lo + k)
+                else:
+                    new.hi = hint if state.hi is None else max(hint, state.hi - k)
+                trial[s] = new
+            return trial
+
+        bounds = [(env.symbols[s].hint, getattr(states[s], side)) for s in syms]
+        widest = max((abs(hint - bound) for hint, bound in bounds if bound is not None), default=0)
+        if not _holds_jointly(guard, moved(widest), timeout):
+            continue
+        bad, good = -1, widest
+        while good - bad > 1:
+            mid = (good + bad) // 2
+            bad, good = (bad, mid) if _holds_jointly(guard, moved(mid), timeout) else (mid, good)
+        found = moved(good)
+        return {s: found[s] for s in syms}
+    return None
+
+
+def _share_kept(changed: dict, states: dict) -> float:
+    """Roughly how much of the current ranges a change keeps (a congruence mod m keeps 1/m)."""
+    share = 1.0
+    for s, new in changed.items():
+        old = states[s]
+        before, after = _size(old.lo, old.hi), _size(new.lo, new.hi)
+        if before and after is not None:
+            share *= after / before
+        if new.modulus is not None and old.modulus is None:
+            share /= new.modulus
+    return share
+
+
 def joint_fixes(env, violations, timeout: float = 1.0) -> list[Fix] | None:
     """One fix per dim that makes *every* violated guard hold at once, verified; None if none is found.
 
     Starts from each violation's best single fix, then, for guards still
     failing under the combination (typically multivariate ones), searches
-    congruences over the fewest dims.  Every guard is re-proven at the end.
+    congruences over the fewest dims, then common raises of their minimums
+    (or cuts of their maximums).  Every guard is re-proven at the end.
     """
     syms = set().union(*(v.lifted.free_symbols for v in violations))
     states = {s: _DimState(*env.symbols[s].range) for s in syms}
@@ -243,7 +294,9 @@ def joint_fixes(env, violations, timeout: float = 1.0) -> list[Fix] | None:
             states[next(iter(v.lifted.free_symbols))].restrict(best)
     for v in violations:
         if not _holds_jointly(v.lifted, states, timeout):
-            found = _congruence_search(env, v.lifted, states, timeout)
+            candidates = [c for c in (_congruence_search(env, v.lifted, states, timeout),
+                                      _bound_search(env, v.lifted, states, timeout)) if c is not None]
+            found = max(candidates, key=lambda c: _share_kept(c, states), default=None)
             if found is None:
                 return None
             states.update(found)

@@ -210,3 +210,18 @@ def test_joint_fix_covers_guards_that_need_several_dims():
     (violation,) = report.violations
     assert violation.fixes == []                                 # no single-dim fix can work
     assert sorted((f.dim, f.modulus, f.remainder) for f in report.combined_fixes) == [("H", 2, 0), ("W", 2, 0)]
+
+
+def test_joint_fix_raises_minimums_where_no_congruence_helps():
+    # Swin's `if min(input_resolution) <= self.window_size` over two dims: only larger images avoid it
+    env = ShapeEnv()
+    h = dim(env, 64, "x.size(2)", declared=(32, 256), name="H")
+    w = dim(env, 96, "x.size(3)", declared=(32, 256), name="W")
+    env.evaluate(f"Min(({h} // 4 + 1) // 2, ({w} // 4 + 1) // 2) > 4")
+    report = env.produce_guards()
+    (violation,) = report.violations
+    cex = violation.counterexample
+    assert min((cex["H"] // 4 + 1) // 2, (cex["W"] // 4 + 1) // 2) <= 4
+    # the smallest common minimum: (36 // 4 + 1) // 2 == 5 > 4, while (35 // 4 + 1) // 2 == 4
+    assert sorted((f.dim, f.kind, f.min, f.max) for f in report.combined_fixes) == [
+        ("H", "range", 36, 256), ("W", "range", 36, 256)]
