@@ -88,11 +88,14 @@ def apply_fixes(spec, fixes) -> Any:
             if f.kind == "range":
                 lo, hi = max(lo, f.min), min(hi, _inf(f.max))
         multiple = next((f for f in chosen if f.kind == "multiple"), None)
+        # one size left (it is the example's: fixes keep it) is a static dim; torch rejects Dim(min=k, max=k)
         if multiple is None:
-            return Dim(dim.__name__, min=lo, max=None if hi == float("inf") else hi)
+            return None if lo == hi else Dim(dim.__name__, min=lo, max=None if hi == float("inf") else hi)
         m, r = multiple.modulus, multiple.remainder
         root_lo = max(multiple.min, -((-(lo - r)) // m))
         root_hi = min(_inf(multiple.max), (hi - r) // m if hi != float("inf") else float("inf"))
+        if root_lo == root_hi:
+            return None
         root = Dim(f"{dim.__name__}_{m}", min=root_lo, max=None if root_hi == float("inf") else int(root_hi))
         return m * root + r if r else m * root
 

@@ -85,3 +85,17 @@ def test_map_over_the_leading_dim():
     program = shapeproof.export(MapRows(), (torch.randn(3, 8), torch.randn(4)), dynamic_shapes=spec)
     for b, h in ((2, 1), (16, 32), (5, 7)):
         assert _same(program, MapRows(), torch.randn(b, 2 * h), torch.randn(h))
+
+
+def test_a_fix_that_leaves_one_size_makes_the_dim_static():
+    # torch refuses Dim(min=k, max=k); a verified fix that keeps only the example's size drops the Dim
+    from shapeproof.export.specs import apply_fixes
+    from shapeproof.shapes.fixes import Fix
+
+    h, w = Dim("H", min=32, max=256), Dim("W", min=32, max=256)
+    spec = ({2: h, 3: w},)
+    fixed = apply_fixes(spec, [Fix("multiple", "H", "H = 32*Dim('H_32', min=2, max=2)", min=2, max=2, modulus=32),
+                               Fix("range", "W", "W = Dim('W', min=96, max=96)", min=96, max=96)])
+    assert fixed[0][2] is None and fixed[0][3] is None
+    kept = apply_fixes(spec, [Fix("multiple", "H", "H = 32*Dim('H_32', min=2, max=8)", min=2, max=8, modulus=32)])
+    assert str(kept[0][2]) == str(32 * Dim("H_32", min=2, max=8)) and kept[0][3] is w
