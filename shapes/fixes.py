@@ -317,6 +317,9 @@ def joint_fixes(env, violations, timeout: float = 1.0) -> list[Fix] | None:
             m, r = state.modulus, state.remainder
             root_lo = None if state.lo is None else -((-(state.lo - r)) // m)
             root_hi = None if state.hi is None else (state.hi - r) // m
+            if root_lo is not None and root_lo == root_hi:
+                fixes.append(Fix("static", label, f"{label} only works as {m * root_lo + r}", value=m * root_lo + r))
+                continue
             kept = None if root_lo is None or root_hi is None or declared[1] is None \
                 else (root_hi - root_lo + 1) / _size(*declared)
             tail = f" + {r}" if r else ""
