@@ -58,8 +58,7 @@ def table(rows: list[dict], columns: list[str]) -> str:
     totals = []
     for column in columns:
         full = sum(1 for per in by_case.values() if column in per and full_range(per[column]))
-        narrow = sum(1 for per in by_case.values() if per.get(column, {}).get("status") == "exported"
-                     and not full_range(per[column]))
+        narrow = sum(1 for per in by_case.values() if column in per and narrower(per[column]))
         totals.append(f"{column}: {full}/{len(by_case)}" + (f" (+{narrow} narrower)" if narrow else ""))
     return ("\n".join(lines) + "\n\nExported over the declared ranges (the program accepts every sampled "
             "valid shape and matches eager): " + ", ".join(totals) + "\n")
@@ -93,7 +92,7 @@ def summary(rows: list[dict], columns: list[str]) -> str:
              "|---|" + "---|" * len(columns),
              "| exported over the declared ranges | " + cells(count(full_range)) + " |",
              "| exported, narrower (rejects valid shapes) | "
-             + cells(count(lambda r: r["status"] == "exported" and not full_range(r))) + " |",
+             + cells(count(narrower)) + " |",
              "| failed (with a reason) | " + cells(count(lambda r: r["status"] == "failed")) + " |",
              "| timed out | " + cells(count(lambda r: r["status"] == "timeout")) + " |",
              "| shape questions decided | " + cells(decided) + " |",
@@ -106,6 +105,11 @@ def full_range(row: dict) -> bool:
     """Exported, and the program ran and matched eager at every sampled shape where eager runs."""
     results = [c["result"] for c in row.get("checks") or []]
     return row["status"] == "exported" and not any(r in ("mismatch", "rejects_valid") for r in results)
+
+
+def narrower(row: dict) -> bool:
+    """Exported, but the program rejected (or disagreed with eager at) a valid sampled shape."""
+    return row["status"] == "exported" and not full_range(row)
 
 
 def _exported_cell(row: dict) -> str:
@@ -148,8 +152,7 @@ def plots(rows: list[dict], columns: list[str], out: Path) -> list[Path]:
     decided = {s: sum(q["proven"] + q["refuted"] for q in asked[s]) for s in strategies}
     share = [100 * decided[s] / total[s] if total[s] else 0 for s in strategies]
     full = [sum(1 for r in rows if _label(r) == c and full_range(r)) for c in columns]
-    narrow = [sum(1 for r in rows if _label(r) == c and r["status"] == "exported" and not full_range(r))
-              for c in columns]
+    narrow = [sum(1 for r in rows if _label(r) == c and narrower(r)) for c in columns]
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     bars = ax1.bar(strategies, share, color="#3b7dd8")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import copy
 import itertools
 
 import numpy as np
@@ -138,16 +139,21 @@ def _single_symbol_fixes(env, label: str, guard: F.Formula, sym: Symbol, timeout
     range_kept = _kept(*interval, declared) if interval else 0.0
     multiple = _multiple_fix(guard, sym, hint, lo, hi, timeout)
     if multiple is not None:
-        m, r = multiple
-        root = f"{label}_{m}"
-        root_lo = None if lo is None else -((-(lo - r)) // m)
-        root_hi = None if hi is None else (hi - r) // m
-        kept = None if declared[1] is None else (root_hi - root_lo + 1) / _size(*declared)
-        if range_kept is None or kept is None or kept > range_kept:
-            tail = f" + {r}" if r else ""
-            fixes.append(Fix("multiple", label, f"{label} = {m}*{_spec(root, root_lo, root_hi)}{tail}",
-                             min=root_lo, max=root_hi, modulus=m, remainder=r, kept=kept))
+        fix = _as_multiple(label, *multiple, lo, hi, declared)
+        if range_kept is None or fix.kept is None or fix.kept > range_kept:
+            fixes.append(fix)
     return fixes
+
+
+def _as_multiple(label: str, m: int, r: int, lo, hi, declared) -> Fix:
+    """``label = m*root + r``, with ``root`` bounded so that ``lo <= label <= hi``."""
+    root_lo = None if lo is None else -((-(lo - r)) // m)
+    root_hi = None if hi is None else (hi - r) // m
+    kept = None if root_lo is None or root_hi is None or declared[1] is None \
+        else (root_hi - root_lo + 1) / _size(*declared)
+    tail = f" + {r}" if r else ""
+    return Fix("multiple", label, f"{label} = {m}*{_spec(f'{label}_{m}', root_lo, root_hi)}{tail}",
+               min=root_lo, max=root_hi, modulus=m, remainder=r, kept=kept)
 
 
 def _equality_fix(env, labels: dict, guard: F.Formula, syms: list[Symbol], timeout) -> list[Fix]:
@@ -243,8 +249,7 @@ def _bound_search(env, guard: F.Formula, states: dict, timeout: float) -> dict |
             trial = dict(states)
             for s in syms:
                 state, hint = states[s], env.symbols[s].hint
-                new = _DimState(state.lo, state.hi)
-                new.modulus, new.remainder = state.modulus, state.remainder
+                new = copy.copy(state)
                 if side == "lo":
                     new.lo = hint if state.lo is None else min(hint, state.lo + k)
                 else:
@@ -314,15 +319,9 @@ def joint_fixes(env, violations, timeout: float = 1.0) -> list[Fix] | None:
             fixes.append(Fix("range", label, f"{label} = {_spec(label, state.lo, state.hi)}", min=state.lo,
                              max=state.hi, kept=_kept(state.lo, state.hi, declared)))
         else:
-            m, r = state.modulus, state.remainder
-            root_lo = None if state.lo is None else -((-(state.lo - r)) // m)
-            root_hi = None if state.hi is None else (state.hi - r) // m
-            if root_lo is not None and root_lo == root_hi:
-                fixes.append(Fix("static", label, f"{label} only works as {m * root_lo + r}", value=m * root_lo + r))
-                continue
-            kept = None if root_lo is None or root_hi is None or declared[1] is None \
-                else (root_hi - root_lo + 1) / _size(*declared)
-            tail = f" + {r}" if r else ""
-            fixes.append(Fix("multiple", label, f"{label} = {m}*{_spec(f'{label}_{m}', root_lo, root_hi)}{tail}",
-                             min=root_lo, max=root_hi, modulus=m, remainder=r, kept=kept))
+            fix = _as_multiple(label, state.modulus, state.remainder, state.lo, state.hi, declared)
+            if fix.min is not None and fix.min == fix.max:    # one size left
+                value = state.modulus * fix.min + state.remainder
+                fix = Fix("static", label, f"{label} only works as {value}", value=value)
+            fixes.append(fix)
     return fixes
