@@ -95,3 +95,12 @@ def test_equality_constraints_can_be_demoted_to_warnings():
     from torch.fx.experimental.symbolic_shapes import EqualityConstraint
 
     assert "warn_only" in {f.name for f in dataclasses.fields(EqualityConstraint)}
+
+
+def test_floordiv_cancels_through_the_module_sympy_global():
+    """tracer/exact_cancel.py swaps the ``sympy`` global of torch's functions module to reach these calls."""
+    import sympy
+
+    assert door.sympy_functions.sympy is sympy
+    source = inspect.getsource(door.FloorDiv.eval)
+    assert "sympy.simplify(base / gcd)" in source and "sympy.simplify(divisor / gcd)" in source

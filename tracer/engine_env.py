@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import sympy
@@ -36,6 +37,7 @@ import torch
 from shapeproof.shapes import DataDependentError, ShapeEnv, Source, capture
 from shapeproof.shapes.provenance import Provenance
 
+from .exact_cancel import exact_cancellation
 from .sympy_bridge import UnsupportedExpression, bounds_of, to_condition
 from .torch_internals import (
     FakeTensorMode, GuardOnDataDependentSymNode, OpOverload, TorchShapeEnv, TracingContext, convert_guards_to_code,
@@ -358,4 +360,10 @@ def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None
     """
     torch_env = EngineShapeEnv(engine=engine, dim_specs=dim_specs, tracked_fakes=[], trace_asserts=True)
     fake_mode = FakeTensorMode(shape_env=torch_env, allow_non_fake_inputs=True, export=True)
-    return tracing(TracingContext(fake_mode)), torch_env
+    return _traced(TracingContext(fake_mode)), torch_env
+
+
+@contextmanager
+def _traced(context: TracingContext):
+    with tracing(context), exact_cancellation():
+        yield
