@@ -6,8 +6,8 @@ by name), i.e. the smallest.  Evaluation is vectorized with numpy int64 in
 chunks, which makes a 4k-point single-symbol guard cost about 0.1 ms, 20-50x
 less than an SMT call (measured in ../shared/research).  numpy's ``//`` and
 ``%`` on integers follow Python's floor semantics; division by zero is masked
-out through the relation's divisors.  Terms whose bounds could leave int64
-are refused (UNKNOWN) rather than risk wrap-around.
+out through the relation's divisors.  Where a value that matters could leave
+int64 the box is refused (UNKNOWN) rather than decided from wrapped values.
 """
 from __future__ import annotations
 
@@ -22,7 +22,12 @@ from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv
 
 __all__ = ["EnumerateStrategy", "holds_along"]
 
-_SAFE_MAGNITUDE = 2 ** 62
+_SAFE_MAGNITUDE = 2.0 ** 62      # half of int64's range: room for float rounding in the magnitude shadow
+_RING = (sympy.Add, sympy.Mul, sympy.Pow)
+
+
+class _Overflow(Exception):
+    """An intermediate value that floor semantics depend on may lie outside int64."""
 
 
 def _safe(divisor: np.ndarray) -> np.ndarray:
@@ -30,38 +35,67 @@ def _safe(divisor: np.ndarray) -> np.ndarray:
 
 
 class _Vectorized:
-    """Evaluates terms and Kleene truth values over arrays of points."""
+    """Evaluates terms and Kleene truth values over arrays of points, exactly or not at all.
+
+    int64 ``+ - *`` are exact modulo 2**64, so a polynomial whose true value fits
+    comes out right even if a partial result wrapped; only values read by
+    something else (``//``, ``%``, min/max, a comparison, a zero test) must
+    truly fit.  Beside each value the evaluator keeps a float *magnitude*: the
+    polynomial with every sign made positive, evaluated on ``|leaves|``, which
+    bounds the true value and is itself computed with only relative rounding
+    error.  A read of a value whose magnitude reaches 2**62 in any lane raises
+    ``_Overflow``.  This is checked per point, so it refuses only where values
+    are really large, not where interval bounds merely could be.
+    """
 
     def __init__(self, env: dict[Symbol, np.ndarray]):
         self.env = env
-        self.memo: dict[Expr, np.ndarray] = {}
+        self.memo: dict[Expr, tuple] = {}
 
     def term(self, t: Expr):
-        if t.is_Integer:
-            return np.int64(int(t))
-        cached = self.memo.get(t)
-        if cached is not None:
-            return cached
-        value = self._compute(t)
-        self.memo[t] = value
+        """Exact int64 value of ``t`` (raises ``_Overflow`` if it may not fit)."""
+        value, magnitude = self._pair(t)
+        if not np.all(magnitude < _SAFE_MAGNITUDE):     # NaN (0*inf) counts as too large
+            raise _Overflow(t)
         return value
+
+    def _pair(self, t: Expr):
+        if t.is_Integer:
+            if abs(int(t)) >= _SAFE_MAGNITUDE:
+                raise _Overflow(t)
+            return np.int64(int(t)), np.float64(abs(int(t)))
+        cached = self.memo.get(t)
+        if cached is None:
+            cached = self.memo[t] = self._compute(t)
+        return cached
 
     def _compute(self, t: Expr):
         if isinstance(t, Symbol):
-            return self.env[t]
+            value = self.env[t]
+            return value, np.abs(value.astype(np.float64))
+        if isinstance(t, _RING):
+            return self._ring(t)
         args = [self.term(a) for a in t.args]
-        if isinstance(t, sympy.Add):
-            out = args[0]
-            for a in args[1:]:
-                out = out + a
-            return out
-        if isinstance(t, sympy.Mul):
-            out = args[0]
-            for a in args[1:]:
-                out = out * a
-            return out
+        value = self._division_or_choice(t, args)
+        return value, np.abs(np.asarray(value).astype(np.float64))
+
+    def _ring(self, t: Expr):
+        pairs = [self._pair(a) for a in t.args]
         if isinstance(t, sympy.Pow):
-            return args[0] ** int(t.args[1])
+            (base, base_mag), n = pairs[0], int(t.args[1])
+            with np.errstate(over="ignore"):
+                return base ** n, base_mag ** n
+        value, magnitude = pairs[0]
+        with np.errstate(over="ignore"):
+            for v, m in pairs[1:]:
+                if isinstance(t, sympy.Add):
+                    value, magnitude = value + v, magnitude + m
+                else:
+                    value, magnitude = value * v, magnitude * m
+        return value, magnitude
+
+    @staticmethod
+    def _division_or_choice(t: Expr, args):
         if isinstance(t, FloorDiv):
             return args[0] // _safe(args[1])
         if isinstance(t, Mod):
@@ -87,49 +121,16 @@ class _Vectorized:
             defined = np.ones(size, dtype=bool)
             for d in f.divisors:
                 defined &= np.broadcast_to(self.term(d) != 0, (size,))
-            holds = np.broadcast_to(f.holds_for(self.term(f.lhs) - self.term(f.rhs)), (size,))
+            (lhs, lhs_mag), (rhs, rhs_mag) = self._pair(f.lhs), self._pair(f.rhs)
+            if not np.all(lhs_mag + rhs_mag < _SAFE_MAGNITUDE):
+                raise _Overflow(f)
+            with np.errstate(over="ignore"):
+                holds = np.broadcast_to(f.holds_for(lhs - rhs), (size,))
             return defined & holds, defined & ~holds
         parts = [self.truth(a, size) for a in f.args]
         if isinstance(f, F.And):
             return np.logical_and.reduce([p[0] for p in parts]), np.logical_or.reduce([p[1] for p in parts])
         return np.logical_or.reduce([p[0] for p in parts]), np.logical_and.reduce([p[1] for p in parts])
-
-
-def _magnitude(t: Expr, box: dict, memo: dict) -> int:
-    """A bound on |value| of ``t`` and of every partial sum or product computed for it."""
-    if t.is_Integer:
-        return abs(int(t))
-    if t in memo:
-        return memo[t]
-    if isinstance(t, Symbol):
-        m = box[t]
-    else:
-        args = [_magnitude(a, box, memo) for a in t.args]
-        if isinstance(t, sympy.Add):
-            m = sum(args)
-        elif isinstance(t, sympy.Mul):
-            m = 1
-            for a in args:
-                m *= a
-        elif isinstance(t, sympy.Pow):
-            m = args[0] ** int(t.args[1])
-        elif isinstance(t, Mod):
-            m = args[1]  # |a % b| < |b|; a zero divisor is replaced by 1
-        else:  # floor/ceil/trunc division (|quotient| <= |dividend|), min, max
-            m = max(args)
-    memo[t] = m
-    return m
-
-
-def _fits_int64(problem: Problem) -> bool:
-    box = {s: max(abs(lo), abs(hi)) for s, (lo, hi) in problem.ranges.items()}
-    memo: dict = {}
-    for f in (problem.goal, *problem.facts):
-        for rel in F.relations(f):
-            terms = (rel.lhs, rel.rhs, *rel.divisors)
-            if sum(_magnitude(t, box, memo) for t in terms) >= _SAFE_MAGNITUDE:
-                return False
-    return True
 
 
 class EnumerateStrategy(Strategy):
@@ -141,14 +142,18 @@ class EnumerateStrategy(Strategy):
         self.max_points = max_points
         self.chunk = chunk
 
+    def covers(self, problem: Problem) -> bool:
+        """Whether this strategy can decide ``problem`` given time (a box it enumerates, in int64)."""
+        return problem.bounded and problem.box_size <= self.max_points and _in_int64(problem)
+
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
         if not problem.bounded:
             return unknown("a range is unbounded, so the box cannot be enumerated")
         size = problem.box_size
         if size > self.max_points:
             return unknown(f"the box has {size} points, more than the {self.max_points} this strategy enumerates")
-        if not _fits_int64(problem):
-            return unknown("intermediate values could exceed int64")
+        if not _in_int64(problem):
+            return unknown("the box reaches past int64")
         lows = [problem.ranges[s][0] for s in problem.symbols]
         shape = tuple(problem.ranges[s][1] - lo + 1 for s, lo in zip(problem.symbols, lows)) or (1,)
         for start in range(0, size, self.chunk):
@@ -158,10 +163,13 @@ class EnumerateStrategy(Strategy):
             coords = np.unravel_index(flat, shape)
             env = {s: (c + lo).astype(np.int64) for s, c, lo in zip(problem.symbols, coords, lows)}
             vec = _Vectorized(env)
-            facts_hold = np.ones(len(flat), dtype=bool)
-            for fact in problem.facts:
-                facts_hold &= vec.truth(fact, len(flat))[0]
-            failing = facts_hold & ~vec.truth(problem.goal, len(flat))[0]
+            try:
+                facts_hold = np.ones(len(flat), dtype=bool)
+                for fact in problem.facts:
+                    facts_hold &= vec.truth(fact, len(flat))[0]
+                failing = facts_hold & ~vec.truth(problem.goal, len(flat))[0]
+            except _Overflow:
+                return unknown("intermediate values exceed int64")
             if failing.any():
                 i = int(np.argmax(failing))
                 point = {s: int(env[s][i]) for s in problem.symbols}
@@ -171,8 +179,14 @@ class EnumerateStrategy(Strategy):
 
 def holds_along(f: F.Formula, sym: Symbol, lo: int, hi: int) -> np.ndarray:
     """Mask over ``lo..hi`` of the values of ``sym`` where ``f`` (in ``sym`` only) holds."""
+    if not _in_int64(Problem(f, (), (sym,), {sym: (lo, hi)})):
+        raise OverflowError("values exceed int64")
     values = np.arange(lo, hi + 1, dtype=np.int64)
-    problem = Problem(f, (), (sym,), {sym: (lo, hi)})
-    if not _fits_int64(problem):
-        raise OverflowError("values could exceed int64")
-    return _Vectorized({sym: values}).truth(f, len(values))[0]
+    try:
+        return _Vectorized({sym: values}).truth(f, len(values))[0]
+    except _Overflow as e:
+        raise OverflowError("values exceed int64") from e
+
+
+def _in_int64(problem: Problem) -> bool:
+    return all(abs(end) < _SAFE_MAGNITUDE for lo_hi in problem.ranges.values() for end in lo_hi)

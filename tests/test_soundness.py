@@ -68,3 +68,37 @@ def test_random_guards_against_brute_force(goal, box, name):
 @given(formulas, relations, boxes, st.sampled_from(sorted(STRATEGIES)))
 def test_random_guards_with_facts_against_brute_force(goal, fact, box, name):
     _check(goal, box, (fact,), name)
+
+
+# Near int64: huge constants and boxes far from zero.  Enumeration evaluates in int64, so it must
+# either refuse (UNKNOWN) or agree with Python's exact integers; it must not decide from wrapped values.
+huge = st.sampled_from([10 ** 6, 10 ** 9, -(10 ** 9), 2 ** 31, 3 * 2 ** 40]).map(__import__("sympy").Integer)
+huge_terms = st.recursive(st.one_of(st.sampled_from(SYMS), huge), lambda c: st.one_of(
+    st.tuples(c, c).map(lambda t: t[0] * t[1]), _node(c)), max_leaves=6)          # products are what overflow
+huge_relations = st.tuples(st.sampled_from(["==", "!=", "<", "<=", ">", ">="]), huge_terms, huge_terms).map(lambda t: rel(*t))
+huge_boxes = st.lists(st.tuples(st.sampled_from([-(10 ** 9), 0, 10 ** 9, 2 ** 40]), st.integers(0, 2)),
+                      min_size=3, max_size=3).map(
+    lambda spans: {s.name: (lo, lo + width) for s, (lo, width) in zip(SYMS, spans)})
+
+
+@SETTINGS
+@given(huge_relations, huge_boxes)
+def test_enumeration_near_int64_is_exact_or_refuses(goal, box):
+    problem = Problem.build(goal, box, ())
+    v = prove(goal, ranges=box, strategy="enumerate", timeout=5.0)
+    if v.status is not Status.UNKNOWN:
+        assert (v.status is Status.PROVEN) == brute_force(problem)[0], problem.describe()
+
+
+def test_enumeration_refuses_what_would_wrap():
+    """``2**40 * 2**40`` wraps to 0 in int64; deciding from that would prove a false guard."""
+    v = prove("x*x == 0", ranges={"x": (2 ** 40, 2 ** 40)}, strategy="enumerate")
+    assert v.status is Status.UNKNOWN and "int64" in v.reason
+
+
+def test_enumeration_bounds_quotients_by_their_values():
+    """``x // 10**6`` is at most 10 here, so its cube is small although ``x**3`` would overflow."""
+    box = {"x": (10 ** 7 - 1000, 10 ** 7)}
+    assert prove("(x // 1000000)**3 <= 1000", ranges=box, strategy="enumerate").status is Status.PROVEN
+    refuted = prove("(x // 1000000)**3 < 1000", ranges=box, strategy="enumerate")
+    assert refuted.counterexample == {"x": 10 ** 7}
