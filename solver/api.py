@@ -70,7 +70,8 @@ def simplify(expression, ranges: Mapping | None = None, timeout: float = DEFAULT
     '-((-T) // 16)'
     """
     value = parse(expression) if isinstance(expression, str) else expression
-    normalizer = Normalizer(TightBounds(normalize_ranges(ranges)), Deadline(timeout))
+    deadline = Deadline(timeout)
+    normalizer = Normalizer(TightBounds(normalize_ranges(ranges), deadline), deadline)
     if isinstance(value, Formula):
         return normalizer.formula(value)
     return normalizer(value)

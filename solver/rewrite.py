@@ -171,7 +171,7 @@ def _reduce(problem: Problem, deadline: Deadline | None) -> Reduction:
         for i, fact in enumerate(facts):
             if not isinstance(fact, F.Rel):
                 continue
-            norm = Normalizer(TightBounds(ranges), deadline)
+            norm = Normalizer(TightBounds(ranges, deadline), deadline)
             nfact = norm.formula(fact)
             if not isinstance(nfact, F.Rel):
                 continue
@@ -209,7 +209,7 @@ def _reduce(problem: Problem, deadline: Deadline | None) -> Reduction:
         reduced = Problem(goal, tuple(facts), tuple(sorted(syms, key=lambda s: s.name)),
                           {s: ranges.get(s, (None, None)) for s in syms})
         return Reduction(reduced, problem, subs, fired, infeasible=True)
-    norm = Normalizer(TightBounds(tightened), deadline)
+    norm = Normalizer(TightBounds(tightened, deadline), deadline)
     goal = norm.formula(goal)
     facts = [f for f in (norm.formula(f) for f in facts) if f != F.TRUE]
     for name, count in norm.fired.items():
@@ -238,7 +238,7 @@ class RewriteStrategy(Strategy):
             return unknown("the terms are nested too deeply to rewrite")
         if red.infeasible:
             return proven(f"the facts exclude every point in range ({_describe(red.fired)})")
-        bounds = TightBounds(red.problem.ranges)
+        bounds = TightBounds(red.problem.ranges, deadline)
         always, never = box_truth(red.problem.goal, bounds)
         if always:
             return proven(f"normalized and bounded ({_describe(red.fired)})")
@@ -259,6 +259,7 @@ class Simplified(Strategy):
     def __init__(self, inner: Strategy):
         self.inner = inner
         self.name = f"rewrite+{inner.name}"
+        self.open_ended = inner.open_ended
 
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
         try:

@@ -15,7 +15,8 @@ so ``T - 16*(T // 16)`` gets a wide interval although it is ``T % 16``.
   negative where the expanded form's interval straddles zero.
 
 Each is an identity (or a relaxation containing every true value), so the
-intersection is sound.  Depth is bounded; each step removes an atom or a term.
+intersection is sound.  Depth, steps and time are bounded; past them the plain
+interval stands.
 """
 from __future__ import annotations
 
@@ -23,12 +24,19 @@ import sympy
 from sympy import Expr
 
 from .bounds import Bounds, Interval, _add, _mod, _times, point_interval
+from .problem import Deadline
 from .rules import exact_quotient, linear_coefficient
 from .terms import FloorDiv
 
 __all__ = ["TightBounds"]
 
 _MAX_DEPTH = 4
+# Each step may branch on every ``//`` atom, so the work grows as atoms**depth; a sum of forty
+# quotients would take hours.  Past this many sub-bounds per ``tight`` call the plain interval
+# (always sound) stands in.
+_MAX_STEPS = 256
+# Each step also expands the whole term, so terms with more quotients than this keep the plain interval.
+_MAX_ATOMS = 8
 
 
 def _intersect(a: Interval | None, b: Interval | None) -> Interval | None:
@@ -47,24 +55,31 @@ def _scaled_down(iv: Interval, b: int) -> Interval:
 class TightBounds(Bounds):
     """``Bounds`` whose ``tight`` also tries refolding, relaxation and Horner form."""
 
-    def __init__(self, ranges):
+    def __init__(self, ranges, deadline: Deadline | None = None):
         super().__init__(ranges)
+        self._deadline = deadline
         self._tight: dict[Expr, Interval | None] = {}
+        self._steps_left = 0
 
     def tight(self, term: Expr) -> Interval | None:
         if term.is_Integer:
             return point_interval(int(term))
         if term not in self._tight:
+            self._steps_left = _MAX_STEPS
             self._tight[term] = self._tight_bound(term, 0)
         return self._tight[term]
 
     def _tight_bound(self, e: Expr, depth: int) -> Interval | None:
         best = self(e)
-        if best is None or depth >= _MAX_DEPTH or not isinstance(e, sympy.Add):
+        self._steps_left -= 1
+        if best is None or depth >= _MAX_DEPTH or self._exhausted() or not isinstance(e, sympy.Add):
             return best
         best = _intersect(best, self._horner(e))
         size = len(e.args)
-        for atom in sorted(e.atoms(FloorDiv), key=sympy.default_sort_key):
+        atoms = e.atoms(FloorDiv)
+        if len(atoms) > _MAX_ATOMS:
+            return best
+        for atom in sorted(atoms, key=sympy.default_sort_key):
             split = linear_coefficient(e, atom)
             if split is None:
                 continue
@@ -73,6 +88,9 @@ class TightBounds(Bounds):
             best = _intersect(best, self._refold(coeff, rest, x, b, size, depth))
             best = _intersect(best, self._relax(coeff, rest, x, b, depth))
         return best
+
+    def _exhausted(self) -> bool:
+        return self._steps_left < 0 or (self._deadline is not None and self._deadline.expired())
 
     def _refold(self, coeff, rest, x, b, size, depth) -> Interval | None:
         alpha = exact_quotient(sympy.expand(-coeff), b)
