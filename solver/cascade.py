@@ -7,8 +7,9 @@ counterexample); ``rewrite`` normalizes ``//`` and ``%`` and settles many
 unbounded guards; ``z3`` then works on the *rewritten* problem, where the
 nested pad-to-multiple guards it gives up on in their raw form are easy;
 ``enumerate`` gets a second, larger budget for boxes too big for the first
-pass.  Decided verdicts are cached by the query's canonical form (goal, facts,
-ranges), so a guard that recurs across layers is solved once.
+pass (``z3`` leaves it half the time when it can decide the box).  Decided
+verdicts are cached by the query's canonical form (goal, facts, ranges), so a
+guard that recurs across layers is solved once.
 """
 from __future__ import annotations
 
@@ -55,11 +56,12 @@ class Cascade:
         if hit is not None:
             return replace(hit, seconds=time.perf_counter() - start, reason=hit.reason + " (cached)")
         reasons = []
-        for stage in self.stages:
+        for i, stage in enumerate(self.stages):
             if deadline.expired():
                 reasons.append("out of time")
                 break
-            verdict = run(stage, problem, deadline)
+            budget = self._budget(i, problem, deadline) if stage.open_ended else deadline
+            verdict = run(stage, problem, budget)
             if verdict.decided:
                 result = replace(verdict, seconds=time.perf_counter() - start)
                 with self._lock:
@@ -69,6 +71,14 @@ class Cascade:
                 return result
             reasons.append(f"{stage.name}: {verdict.reason}")
         return Verdict(Status.UNKNOWN, self.name, time.perf_counter() - start, "; ".join(reasons))
+
+    def _budget(self, i: int, problem: Problem, deadline: Deadline) -> Deadline:
+        """Half the time left when a later stage is sure to decide given time: an SMT call that
+        runs out must not starve an enumeration that settles the same box."""
+        later = self.stages[i + 1:]
+        if any(isinstance(s, EnumerateStrategy) and s.covers(problem) for s in later):
+            return deadline.share(0.5)
+        return deadline
 
     def clear_cache(self) -> None:
         with self._lock:

@@ -114,3 +114,7 @@ class Deadline:
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.start
+
+    def share(self, fraction: float) -> "Deadline":
+        """A deadline ending after ``fraction`` of the time left here (the rest kept for later work)."""
+        return Deadline(self.remaining() * fraction)

@@ -145,6 +145,7 @@ class Z3Strategy(Strategy):
     """SMT with native integer division; ``rlimit`` bounds work deterministically."""
 
     name = "z3"
+    open_ended = True
 
     def __init__(self, rlimit: int = 2_000_000, logic: str | None = "QF_NIA"):
         self.rlimit = rlimit

@@ -47,6 +47,7 @@ class Strategy:
     """A decision procedure: ``decide`` must return by ``deadline`` (UNKNOWN if out of time)."""
 
     name = "strategy"
+    open_ended = False      # may spend the whole deadline without deciding (search, not evaluation)
 
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
         raise NotImplementedError

@@ -5,7 +5,10 @@ import warnings
 import pytest
 
 from shapeproof.solver import STRATEGIES, Status, prove
-from shapeproof.solver.problem import Problem
+from shapeproof.solver.cascade import Cascade
+from shapeproof.solver.enumerate import EnumerateStrategy
+from shapeproof.solver.problem import Deadline, Problem
+from shapeproof.solver.strategy import Strategy, unknown
 
 P, R = Status.PROVEN, Status.REFUTED
 
@@ -83,3 +86,24 @@ def test_cascade_caches_decided_verdicts():
     again = prove("(T % 6) != 5", ranges={"T": (0, 99)})
     assert first.counterexample == again.counterexample == {"T": 5}
     assert again.reason.endswith("(cached)")
+
+
+class _Stalling(Strategy):
+    """A search that uses whatever time it is given and decides nothing (Z3 on a hard query)."""
+
+    name = "stall"
+    open_ended = True
+
+    def decide(self, problem, deadline):
+        while not deadline.expired():
+            time.sleep(0.01)
+        return unknown("gave up")
+
+
+def test_an_open_ended_stage_leaves_time_for_enumeration():
+    cascade = Cascade([_Stalling(), EnumerateStrategy()])
+    problem = Problem.build("(T % 7) != 3", {"T": (0, 1000)}, ())
+    verdict = cascade(problem, Deadline(0.5))
+    assert verdict.status is Status.REFUTED and verdict.counterexample == {"T": 3}
+    unbounded = Problem.build("(T % 7) != 3", {"T": (0, None)}, ())
+    assert cascade(unbounded, Deadline(0.2)).status is Status.UNKNOWN
