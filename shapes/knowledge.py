@@ -30,6 +30,18 @@ from shapeproof.solver.terms import FloorDiv
 
 __all__ = ["Knowledge", "Learned"]
 
+# Facts worth learning from (``T % 4 == 0``, ``s1 == 2*s0 + 1``) are small; expanding a large
+# one (Swin's reshape guards run to thousands of nodes) can take minutes and teaches nothing.
+_LEARNABLE_NODES = 200
+
+
+def _small(term: Expr) -> bool:
+    """Whether ``term`` has at most ``_LEARNABLE_NODES`` nodes (stops counting past that)."""
+    for count, _ in enumerate(sympy.preorder_traversal(term), 1):
+        if count > _LEARNABLE_NODES:
+            return False
+    return True
+
 
 @dataclass(frozen=True)
 class Learned:
@@ -94,7 +106,7 @@ class Knowledge:
 
     def _divisibility(self, f: F.Formula) -> Learned | None:
         """``x - c*(x // c) == 0`` (that is ``x % c == 0``) for a symbol ``x`` and constant ``c > 1``."""
-        if not (isinstance(f, F.Rel) and f.op == "=="):
+        if not (isinstance(f, F.Rel) and f.op == "==") or not _small(f.lhs - f.rhs):
             return None
         diff = sympy.expand(f.lhs - f.rhs)
         for atom in diff.atoms(FloorDiv):
@@ -107,7 +119,7 @@ class Knowledge:
 
     def _definition(self, f: F.Formula, prefer_eliminating) -> Learned | None:
         """``s == e`` with ``s`` a symbol of coefficient +-1 that does not occur in ``e``."""
-        if not (isinstance(f, F.Rel) and f.op == "==") or f.divisors:
+        if not (isinstance(f, F.Rel) and f.op == "==") or f.divisors or not _small(f.lhs - f.rhs):
             return None
         diff = sympy.expand(f.lhs - f.rhs)
         candidates = {}

@@ -185,6 +185,20 @@ def test_divisibility_introduces_a_multiple(fact):
     assert parse_condition(env.render(env.guards[0].condition)) == parse_condition(fact.format(x="T"))
 
 
+def test_large_equalities_stay_facts():
+    """Learning expands a fact; one of hundreds of nodes (Swin's reshapes) is kept as a plain fact instead."""
+    env = ShapeEnv()
+    big = " + ".join(f"(({{b}}*{{b}} + {i}) // {i + 2})" for i in range(40))
+    hint = sum((36 + i) // (i + 2) for i in range(40))
+    a = dim(env, hint, "x.size(0)", declared=(2, 10 ** 6), name="A")
+    b = dim(env, 6, "y.size(0)", declared=(2, 64), name="B")
+    assert env.evaluate(f"{a} == {big.format(b=b)}") is True
+    assert env.knowledge.replacements == {} and not env.derived
+    c = dim(env, 6, "z.size(0)", declared=(2, 64), name="C")
+    assert env.evaluate(f"{c} == {b}") is True       # a small equality still substitutes
+    assert env.knowledge.replacements
+
+
 def test_explanation_leads_with_what_the_user_controls():
     env = ShapeEnv()
     t = dim(env, 50, declared=(2, 1024), name="T")
