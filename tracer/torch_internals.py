@@ -13,7 +13,7 @@ from torch.export.dynamic_shapes import _DerivedDim as DerivedDim
 from torch.export.exported_program import _convert_guards_to_code as convert_guards_to_code
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv as TorchShapeEnv
-import torch.utils._sympy.functions as sympy_functions
+import torch.utils._sympy.functions as sympy_functions  # noqa: F401  (exact_cancel patches it; pinned in tests)
 from torch.utils._sympy.functions import (
     CeilToInt, CleanDiv, FloatTrueDiv, FloorDiv, FloorToInt, Identity, IntTrueDiv, LShift, Max, Min, Mod,
     ModularIndexing, PowByNatural, PythonMod, RShift, ToFloat, TruncToInt,
