@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import copy
 import itertools
+import math
 
 import numpy as np
 from sympy import Symbol
@@ -136,12 +137,9 @@ def _single_symbol_fixes(env, label: str, guard: F.Formula, sym: Symbol, timeout
         else:
             fixes.append(Fix("range", label, f"{label} = {_spec(label, a, b)}", min=a, max=b,
                              kept=_kept(a, b, declared)))
-    range_kept = _kept(*interval, declared) if interval else 0.0
     multiple = _multiple_fix(guard, sym, hint, lo, hi, timeout)
-    if multiple is not None:
-        fix = _as_multiple(label, *multiple, lo, hi, declared)
-        if range_kept is None or fix.kept is None or fix.kept > range_kept:
-            fixes.append(fix)
+    if multiple is not None:      # kept even when a range keeps more: congruences combine across guards
+        fixes.append(_as_multiple(label, *multiple, lo, hi, declared))
     return fixes
 
 
@@ -203,10 +201,25 @@ class _DimState:
         if fix.kind == "range":
             self.lo = fix.min if self.lo is None else max(self.lo, fix.min)
             self.hi = fix.max if self.hi is None else (self.hi if fix.max is None else min(self.hi, fix.max))
-        elif fix.kind == "multiple" and self.modulus is None:
-            self.modulus, self.remainder = fix.modulus, fix.remainder
+        elif fix.kind == "multiple":
+            self.congruent(fix.modulus, fix.remainder)
         elif fix.kind == "static":
             self.lo = self.hi = fix.value
+
+
+    def congruent(self, modulus: int, remainder: int) -> None:
+        """Also require ``s % modulus == remainder`` (Chinese remainder: ``4*k`` and ``16*k`` make ``16*k``).
+
+        Fixes come from one example, so their congruences are compatible; one
+        that is not (never from a single example) leaves the state unchanged.
+        """
+        if self.modulus is None:
+            self.modulus, self.remainder = modulus, remainder
+            return
+        lcm = math.lcm(self.modulus, modulus)
+        both = [x for x in range(self.remainder, lcm, self.modulus) if x % modulus == remainder]
+        if both:
+            self.modulus, self.remainder = lcm, both[0]
 
 
 def _holds_jointly(guard: F.Formula, states: dict, timeout: float) -> bool:
@@ -283,18 +296,12 @@ def _share_kept(changed: dict, states: dict) -> float:
     return share
 
 
-def joint_fixes(env, violations, timeout: float = 1.0) -> list[Fix] | None:
-    """One fix per dim that makes *every* violated guard hold at once, verified; None if none is found.
-
-    Starts from each violation's best single fix, then, for guards still
-    failing under the combination (typically multivariate ones), searches
-    congruences over the fewest dims, then common raises of their minimums
-    (or cuts of their maximums).  Every guard is re-proven at the end.
-    """
+def _fit(env, violations, fix_order, timeout: float) -> dict | None:
+    """Dim states under which every violated guard holds, starting from one single-dim fix per violation."""
     syms = set().union(*(v.lifted.free_symbols for v in violations))
     states = {s: _DimState(*env.symbols[s].range) for s in syms}
     for v in violations:
-        best = next((f for f in v.fixes if f.kind in ("range", "multiple", "static")), None)
+        best = next((f for f in fix_order(v.fixes) if f.kind in ("range", "multiple", "static")), None)
         if best is not None and len(v.lifted.free_symbols) == 1:
             states[next(iter(v.lifted.free_symbols))].restrict(best)
     for v in violations:
@@ -307,6 +314,35 @@ def joint_fixes(env, violations, timeout: float = 1.0) -> list[Fix] | None:
             states.update(found)
     if not all(_holds_jointly(v.lifted, states, timeout) for v in violations):
         return None
+    return states
+
+
+def _widest_first(fixes):
+    return fixes                                  # suggest_fixes sorts by the share of the range kept
+
+
+def _multiples_first(fixes):
+    return sorted(fixes, key=lambda f: f.kind != "multiple")
+
+
+def joint_fixes(env, violations, timeout: float = 1.0) -> list[Fix] | None:
+    """One fix per dim that makes *every* violated guard hold at once, verified; None if none is found.
+
+    Starts from each violation's best single fix, then, for guards still
+    failing under the combination (typically multivariate ones), searches
+    congruences over the fewest dims, then common raises of their minimums
+    (or cuts of their maximums).  Every guard is re-proven at the end.  The
+    widest single fixes do not always combine best (a range that suits one
+    pad is cut to one size by the next pad's congruence), so a second
+    combination takes every congruence first; the one keeping more wins.
+    """
+    syms = set().union(*(v.lifted.free_symbols for v in violations))
+    declared = {s: _DimState(*env.symbols[s].range) for s in syms}
+    fits = [f for f in (_fit(env, violations, order, timeout) for order in (_widest_first, _multiples_first))
+            if f is not None]
+    if not fits:
+        return None
+    states = max(fits, key=lambda f: _share_kept({s: f[s] for s in syms}, declared))
     fixes = []
     for s, state in sorted(states.items(), key=lambda kv: kv[0].name):
         info = env.symbols[s]

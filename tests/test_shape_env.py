@@ -239,3 +239,15 @@ def test_joint_fix_raises_minimums_where_no_congruence_helps():
     # the smallest common minimum: (36 // 4 + 1) // 2 == 5 > 4, while (35 // 4 + 1) // 2 == 4
     assert sorted((f.dim, f.kind, f.min, f.max) for f in report.combined_fixes) == [
         ("H", "range", 36, 256), ("W", "range", 36, 256)]
+
+
+def test_joint_fix_combines_congruences_of_one_dim():
+    # Swin's pads at each stage: patches of 4, windows of 4 patches, windows of 4 after merging 2x2
+    env = ShapeEnv()
+    w = dim(env, 96, "x.size(3)", declared=(32, 256), name="W")
+    for guard in (f"({w} % 4) == 0", f"(({w} // 4) % 4) == 0", f"(({w} // 8) % 4) == 0"):
+        env.evaluate(guard)
+    report = env.produce_guards()
+    assert len(report.violations) == 3
+    assert [(f.dim, f.kind, f.modulus, f.remainder, f.min, f.max) for f in report.combined_fixes] == [
+        ("W", "multiple", 32, 0, 1, 8)]
