@@ -176,14 +176,24 @@ def _region(engine: ShapeEnv, report: GuardReport, canon: dict) -> F.Formula | N
 
 
 def _sizes(torch_env: EngineShapeEnv, canon: dict) -> dict[str, Expr]:
+    """Each input dim as a term in canonical variables; a dim declared ``32*k`` is ``32*k``, through torch's
+    replacement of its symbol, rather than a variable of its own that could take values apart from ``k``."""
     out = {}
     for torch_sym, sources in torch_env.var_to_sources.items():
-        term = torch_env.symbol_map.get(torch_sym)
+        term = _engine_term(torch_env, torch_env.replacements.get(torch_sym, torch_sym))
+        if term is None or not term.free_symbols <= canon.keys():
+            term = torch_env.symbol_map.get(torch_sym)
         if term is None or not term.free_symbols <= canon.keys():
             continue
         for source in sources:
             out[source.name] = term.xreplace(canon)
     return out
+
+
+def _engine_term(torch_env: EngineShapeEnv, expr: Expr) -> Expr | None:
+    if not all(s in torch_env.symbol_map for s in expr.free_symbols):
+        return None
+    return expr.xreplace({s: torch_env.symbol_map[s] for s in expr.free_symbols})
 
 
 def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout: float) -> Trace:
@@ -204,8 +214,11 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
     ranges = {canon[s]: info.range for s, info in engine.symbols.items() if s in canon}
     declared = {canon[s]: info.declared for s, info in engine.symbols.items() if s in canon}
     point = {canon[s].name: info.hint for s, info in engine.symbols.items() if s in canon}
-    return Trace(point, engine, torch_env, program, failure, report, region, _sizes(torch_env, canon), ranges,
-                 declared, seconds)
+    sizes = _sizes(torch_env, canon)
+    if program is not None:
+        checks = getattr(program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE) + derived_dim_checks(sizes)
+        setattr(program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE, list(dict.fromkeys(checks)))
+    return Trace(point, engine, torch_env, program, failure, report, region, sizes, ranges, declared, seconds)
 
 
 # ---------------------------------------------------------------------------- inputs at a point
@@ -338,7 +351,31 @@ def set_input_checks(t: Trace, region_check: str | None = None) -> None:
     between inputs, guards it could not read) stay.
     """
     checks = t.torch_env.input_checks(t.program.graph_module, drop_mirrored=True)
-    setattr(t.program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE, checks + ([region_check] if region_check else []))
+    checks += derived_dim_checks(t.sizes) + ([region_check] if region_check else [])
+    setattr(t.program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE, list(dict.fromkeys(checks)))
+
+
+def derived_dim_checks(sizes: dict[str, Expr]) -> list[str]:
+    """``size % a == 0`` for every input dim declared as ``a*Dim + b`` with ``|a| > 1``.
+
+    torch's program checks such a dim's range but not that it is a multiple:
+    torch.export gets that check only from guards its own reasoning happened to
+    record, and the engine decides those statically.  Without it a 65-row image
+    would run through a program traced for multiples of 32.  When the root dim
+    is an input too, torch checks the equality itself.
+    """
+    read_directly = {term for name, term in sizes.items() if name.startswith("L[") and term.is_Symbol}
+    checks = []
+    for name, term in sorted(sizes.items()):
+        if len(term.free_symbols) != 1 or term.free_symbols <= read_directly:   # torch checks the equality
+            continue
+        poly = sympy.Poly(term, *term.free_symbols)
+        if poly.degree() != 1:
+            continue
+        a, b = (int(c) for c in poly.all_coeffs())
+        if abs(a) > 1:
+            checks.append(f"({name} - {b}) % {abs(a)} == 0" if b else f"{name} % {abs(a)} == 0")
+    return checks
 
 
 def variable_sources(sizes: dict[str, Expr]) -> dict[Symbol, str]:

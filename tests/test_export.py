@@ -128,3 +128,24 @@ def test_a_branch_on_data_raises_torch_and_engine_error_types_with_the_engine_me
     assert isinstance(err, DataDependentError)
     assert "torch._check" in str(err) and err.suggestions
     assert "test_export.py" in str(err)
+
+
+class PoolPaddedToFour(torch.nn.Module):
+    def forward(self, x):
+        if x.shape[1] % 4 != 0:              # a pad the program for multiples of 4 does not contain
+            x = torch.nn.functional.pad(x, (0, 4 - x.shape[1] % 4))
+        return torch.nn.functional.avg_pool1d(x.unsqueeze(1), 4).squeeze(1)
+
+
+def test_a_derived_dim_rejects_sizes_that_are_not_multiples():
+    """Without its own check, T=9 would run the pad-free program and silently return 2 windows, not 3."""
+    model, x = PoolPaddedToFour(), torch.randn(2, 16)
+    ep = shapeproof.export(model, (x,), dynamic_shapes=({1: 4 * torch.export.Dim("k", min=2, max=64)},))
+    buffer = io.BytesIO()
+    torch.export.save(ep, buffer)
+    buffer.seek(0)
+    for program in (ep, torch.export.load(buffer)):
+        y = torch.randn(2, 36)
+        assert torch.equal(program.module()(y), model(y))
+        with pytest.raises(AssertionError, match=r"% 4 == 0"):
+            program.module()(torch.randn(2, 9))
