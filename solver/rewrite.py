@@ -142,21 +142,39 @@ def _definition(rel: F.Rel, ranges) -> tuple[Symbol, Expr] | None:
 
 
 _REDUCTIONS: OrderedDict[tuple, Reduction] = OrderedDict()
+_GAVE_UP: OrderedDict[tuple, float] = OrderedDict()        # problem -> seconds its reduction ran out in
 _REDUCTIONS_LOCK = threading.Lock()
 
 
 def reduce_problem(problem: Problem, deadline: Deadline | None = None) -> Reduction:
-    """Substitute what the facts define, tighten ranges, normalize every term (memoized)."""
+    """Substitute what the facts define, tighten ranges, normalize every term (memoized).
+
+    A reduction that ran out of time is not tried again with less time (the
+    cascade's ``rewrite+z3`` stage would otherwise repeat ``rewrite``'s work).
+    """
     with _REDUCTIONS_LOCK:
         cached = _REDUCTIONS.get(problem.key)
+        gave_up_after = _GAVE_UP.get(problem.key)
     if cached is not None:
         return cached
-    reduction = _reduce(problem, deadline)
+    if gave_up_after is not None and deadline is not None and deadline.remaining() <= gave_up_after:
+        raise _OutOfBudget()
+    budget = None if deadline is None else deadline.remaining()
+    try:
+        reduction = _reduce(problem, deadline)
+    except _OutOfBudget:
+        with _REDUCTIONS_LOCK:
+            _remember(_GAVE_UP, problem.key, budget)
+        raise
     with _REDUCTIONS_LOCK:
-        _REDUCTIONS[problem.key] = reduction
-        while len(_REDUCTIONS) > 256:
-            _REDUCTIONS.popitem(last=False)
+        _remember(_REDUCTIONS, problem.key, reduction)
     return reduction
+
+
+def _remember(cache: OrderedDict, key, value, size: int = 256) -> None:
+    cache[key] = value
+    while len(cache) > size:
+        cache.popitem(last=False)
 
 
 def _reduce(problem: Problem, deadline: Deadline | None) -> Reduction:
@@ -228,6 +246,7 @@ def _describe(fired: dict[str, int]) -> str:
 
 class RewriteStrategy(Strategy):
     name = "rewrite"
+    open_ended = True       # normalizing a Swin-sized term can take its whole deadline (measured: 17 s of 20)
 
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
         try:
