@@ -24,6 +24,8 @@ __all__ = ["export", "export_with_report", "ExportResult", "suggest_dynamic_shap
 # With split=True several traces may give one program (see regions.py); without it
 # the search only merges identical graphs, and stops after max_regions traces.
 TRACES_PER_REGION = 3
+# region predicates in an error message are cut to this many characters (all of them are in error.regions)
+REGION_WIDTH = 400
 
 
 @dataclass
@@ -75,10 +77,10 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
         return ExportResult(program, first.engine, report, time.perf_counter() - start, name, search,
                             list(warnings))
 
-    def error(notes=()):
+    def error(notes=(), regions=()):
         return ExportError(report, [first.engine.explain(v) for v in report.violations],
                            first.engine.notes + list(notes), first.failure, engine=first.engine,
-                           seconds=time.perf_counter() - start, model_name=name)
+                           seconds=time.perf_counter() - start, model_name=name, regions=list(regions))
 
     if report.specialized:
         raise error() from first.failure
@@ -110,7 +112,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
                    "every region")
         warnings.warn(f"shapeproof.export: {message}", stacklevel=2)
         return result(first.program, search, [message])
-    raise error(_region_notes(search, split)) from first.failure
+    raise error(_region_notes(search, split), search.regions) from first.failure
 
 
 def _torch_compatible_checks(first, search) -> str | None:
@@ -140,7 +142,9 @@ def _region_notes(search: RegionSearch, split: bool) -> list[str]:
     if len(search.traces) < 2:
         return [f"no other region could be traced: {search.reason}"] if search.reason else []
     lines = ["the model takes different code paths in different parts of the declared ranges:"]
-    lines += [f"  {line}" for line in search.describe()]
+    lines += [f"  {line}" for line in search.describe(width=REGION_WIDTH)]
+    if any(len(str(r.predicate)) > REGION_WIDTH for r in search.regions):
+        lines.append("  (the whole predicates are in error.regions)")
     if search.reason:
         lines.append(f"  stopped: {search.reason}")
     if search.covered and not split:

@@ -16,11 +16,13 @@ class ExportError(Exception):
     ``GuardReport``.  ``shapeproof.suggest_dynamic_shapes(error, spec)`` applies
     the fixes.  ``engine`` (the ``ShapeEnv`` of the trace), ``seconds`` and
     ``model_name`` let ``shapeproof.export.html.write_report`` draw the failure.
+    ``regions`` are the ``Region``s a region search found before it stopped
+    (each with its whole predicate and the traces behind it).
     """
 
     def __init__(self, report: GuardReport, violations: list[Explanation], notes: list[str],
                  cause: BaseException | None = None, *, engine: ShapeEnv | None = None,
-                 seconds: float | None = None, model_name: str = ""):
+                 seconds: float | None = None, model_name: str = "", regions: list | None = None):
         self.report = report
         self.violations = violations
         self.notes = notes
@@ -28,6 +30,7 @@ class ExportError(Exception):
         self.engine = engine
         self.seconds = seconds
         self.model_name = model_name
+        self.regions = regions or []
         super().__init__(self._message())
 
     def _message(self) -> str:

@@ -94,11 +94,15 @@ class RegionSearch:
     def box(self) -> dict[Symbol, tuple]:
         return self.traces[0].ranges
 
-    def describe(self) -> list[str]:
+    def describe(self, width: int | None = None) -> list[str]:
+        """One line per region; predicates longer than ``width`` characters are cut (Swin's run to 36 KB)."""
         lines = []
         for i, region in enumerate(self.regions, 1):
             at = "; ".join(", ".join(f"{k}={v}" for k, v in t.point.items()) for t in region.traces)
-            lines.append(f"region {i}: {region.predicate} (traced at {at})")
+            text = str(region.predicate)
+            if width is not None and len(text) > width:
+                text = f"{text[:width]}... ({len(text)} characters in all)"
+            lines.append(f"region {i}: {text} (traced at {at})")
         return lines
 
 

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F_nn
 from shapeproof.export.regions import check_partition, python_guard
 from shapeproof.export.split import SplitProgram, load_split
+from shapeproof.solver.evaluate import truth
 from shapeproof.solver.parse import parse_condition
 from shapeproof.solver.terms import symbol
 from torch.export import Dim
@@ -176,5 +177,8 @@ def test_max_regions_bounds_programs_not_traces():
     for h, w in [(2, 2), (2, 3), (3, 2), (29, 30), (30, 30), (3, 3)]:
         x = torch.randn(1, h, w)
         assert torch.allclose(package.module()(x), _eager(BothEven(), x))
-    with pytest.raises(shapeproof.ExportError, match="max_regions=1"):
+    with pytest.raises(shapeproof.ExportError, match="max_regions=1") as err:
         shapeproof.export(BothEven(), example, dynamic_shapes=spec, split=True, max_regions=1)
+    regions = err.value.regions                 # the regions found before the bound, each explained
+    assert len(regions) == 2 and all(f"region {i}: " in str(err.value) for i in (1, 2))
+    assert all(truth(r.predicate, {symbol(k): v for k, v in t.point.items()}) for r in regions for t in r.traces)
