@@ -283,27 +283,37 @@ def _bound_search(env, guard: F.Formula, states: dict, timeout: float) -> dict |
     return None
 
 
+def _values(state: _DimState) -> int | None:
+    """How many sizes ``state`` allows (None if unbounded)."""
+    if state.lo is None or state.hi is None:
+        return None
+    m, r = state.modulus or 1, state.remainder
+    return max(0, (state.hi - r) // m - (-((-(state.lo - r)) // m)) + 1)
+
+
 def _share_kept(changed: dict, states: dict) -> float:
-    """Roughly how much of the current ranges a change keeps (a congruence mod m keeps 1/m)."""
+    """How much of the current ranges a change keeps (counted exactly when bounded; else a congruence
+    mod m keeps 1/m)."""
     share = 1.0
     for s, new in changed.items():
         old = states[s]
-        before, after = _size(old.lo, old.hi), _size(new.lo, new.hi)
+        before, after = _values(old), _values(new)
         if before and after is not None:
             share *= after / before
-        if new.modulus is not None and old.modulus is None:
-            share /= new.modulus
+        else:
+            share *= (old.modulus or 1) / (new.modulus or 1)
     return share
 
 
-def _fit(env, violations, fix_order, timeout: float) -> dict | None:
+def _fit(env, violations, choose, timeout: float) -> dict | None:
     """Dim states under which every violated guard holds, starting from one single-dim fix per violation."""
     syms = set().union(*(v.lifted.free_symbols for v in violations))
     states = {s: _DimState(*env.symbols[s].range) for s in syms}
     for v in violations:
-        best = next((f for f in fix_order(v.fixes) if f.kind in ("range", "multiple", "static")), None)
-        if best is not None and len(v.lifted.free_symbols) == 1:
-            states[next(iter(v.lifted.free_symbols))].restrict(best)
+        spec_fixes = [f for f in v.fixes if f.kind in ("range", "multiple", "static")]
+        if spec_fixes and len(v.lifted.free_symbols) == 1:
+            (s,) = v.lifted.free_symbols
+            states[s] = choose(states[s], spec_fixes)
     for v in violations:
         if not _holds_jointly(v.lifted, states, timeout):
             candidates = [c for c in (_congruence_search(env, v.lifted, states, timeout),
@@ -317,12 +327,19 @@ def _fit(env, violations, fix_order, timeout: float) -> dict | None:
     return states
 
 
-def _widest_first(fixes):
-    return fixes                                  # suggest_fixes sorts by the share of the range kept
+def _restricted(state: _DimState, fix: Fix) -> _DimState:
+    new = copy.copy(state)
+    new.restrict(fix)
+    return new
 
 
-def _multiples_first(fixes):
-    return sorted(fixes, key=lambda f: f.kind != "multiple")
+def _widest_alone(state: _DimState, fixes: list[Fix]) -> _DimState:
+    return _restricted(state, fixes[0])           # suggest_fixes sorts by the share of the range kept
+
+
+def _widest_together(state: _DimState, fixes: list[Fix]) -> _DimState:
+    """The fix that keeps the most of what the fixes chosen so far left (``4*k`` then ``16*k``, not ``[96, 99]``)."""
+    return max((_restricted(state, f) for f in fixes), key=lambda new: _share_kept({None: new}, {None: state}))
 
 
 def joint_fixes(env, violations, timeout: float = 1.0) -> list[Fix] | None:
@@ -334,11 +351,12 @@ def joint_fixes(env, violations, timeout: float = 1.0) -> list[Fix] | None:
     (or cuts of their maximums).  Every guard is re-proven at the end.  The
     widest single fixes do not always combine best (a range that suits one
     pad is cut to one size by the next pad's congruence), so a second
-    combination takes every congruence first; the one keeping more wins.
+    combination picks, guard by guard, the fix that keeps the most of what is
+    left; the combination keeping more wins.
     """
     syms = set().union(*(v.lifted.free_symbols for v in violations))
     declared = {s: _DimState(*env.symbols[s].range) for s in syms}
-    fits = [f for f in (_fit(env, violations, order, timeout) for order in (_widest_first, _multiples_first))
+    fits = [f for f in (_fit(env, violations, choose, timeout) for choose in (_widest_alone, _widest_together))
             if f is not None]
     if not fits:
         return None

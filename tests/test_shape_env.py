@@ -245,9 +245,11 @@ def test_joint_fix_combines_congruences_of_one_dim():
     # Swin's pads at each stage: patches of 4, windows of 4 patches, windows of 4 after merging 2x2
     env = ShapeEnv()
     w = dim(env, 96, "x.size(3)", declared=(32, 256), name="W")
-    for guard in (f"({w} % 4) == 0", f"(({w} // 4) % 4) == 0", f"(({w} // 8) % 4) == 0"):
+    guards = [f"({w} % 4) == 0", f"(({w} // 4) % 4) == 0", f"(({w} // 8) % 4) == 0"]
+    clamp = f"(({w} // 4 + 1) // 2) > 4"         # `if min(input_resolution) <= window_size`: a range, 36 <= W
+    for guard in guards + [clamp]:
         env.evaluate(guard)
     report = env.produce_guards()
-    assert len(report.violations) == 3
+    assert len(report.violations) == 4
     assert [(f.dim, f.kind, f.modulus, f.remainder, f.min, f.max) for f in report.combined_fixes] == [
-        ("W", "multiple", 32, 0, 1, 8)]
+        ("W", "multiple", 32, 0, 2, 8)]
