@@ -220,8 +220,7 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
     point = {canon[s].name: info.hint for s, info in engine.symbols.items() if s in canon}
     sizes = _sizes(torch_env, canon)
     if program is not None:
-        checks = getattr(program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE) + derived_dim_checks(sizes)
-        setattr(program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE, list(dict.fromkeys(checks)))
+        _set_checks(program, getattr(program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE) + derived_dim_checks(sizes))
     return Trace(point, engine, torch_env, program, failure, report, region, sizes, ranges, declared, seconds)
 
 
@@ -355,8 +354,12 @@ def set_input_checks(t: Trace, region_check: str | None = None) -> None:
     between inputs, guards it could not read) stay.
     """
     checks = t.torch_env.input_checks(t.program.graph_module, drop_mirrored=True)
-    checks += derived_dim_checks(t.sizes) + ([region_check] if region_check else [])
-    setattr(t.program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE, list(dict.fromkeys(checks)))
+    _set_checks(t.program, checks + derived_dim_checks(t.sizes) + ([region_check] if region_check else []))
+
+
+def _set_checks(program, checks: list[str]) -> None:
+    """The Python conditions ``program.module()`` asserts on its inputs (torch's ``_guards_code``), once each."""
+    setattr(program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE, list(dict.fromkeys(checks)))
 
 
 def derived_dim_checks(sizes: dict[str, Expr]) -> list[str]:
@@ -369,32 +372,31 @@ def derived_dim_checks(sizes: dict[str, Expr]) -> list[str]:
     is an input too, torch checks the equality itself.
     """
     read_directly = {term for name, term in sizes.items() if name.startswith("L[") and term.is_Symbol}
-    checks = []
+    return [f"({name} - {b}) % {abs(a)} == 0" if b else f"{name} % {abs(a)} == 0"
+            for name, (var, a, b) in _linear_sizes(sizes)
+            if abs(a) > 1 and var not in read_directly]      # torch checks an equality with a read root
+
+
+def _linear_sizes(sizes: dict[str, Expr]) -> list[tuple[str, tuple[Symbol, int, int]]]:
+    """``(name, (var, a, b))`` for each input dim whose size is ``a*var + b``, by name."""
+    out = []
     for name, term in sorted(sizes.items()):
-        if len(term.free_symbols) != 1 or term.free_symbols <= read_directly:   # torch checks the equality
+        if len(term.free_symbols) != 1:
             continue
-        poly = sympy.Poly(term, *term.free_symbols)
-        if poly.degree() != 1:
-            continue
-        a, b = (int(c) for c in poly.all_coeffs())
-        if abs(a) > 1:
-            checks.append(f"({name} - {b}) % {abs(a)} == 0" if b else f"{name} % {abs(a)} == 0")
-    return checks
+        (var,) = term.free_symbols
+        poly = sympy.Poly(term, var)
+        if poly.degree() == 1:
+            a, b = (int(c) for c in poly.all_coeffs())
+            out.append((name, (var, a, b)))
+    return out
 
 
 def variable_sources(sizes: dict[str, Expr]) -> dict[Symbol, str]:
     """Each canonical variable as Python over torch's source names (``(L['x'].size()[1] - 1) // 2``)."""
     out: dict[Symbol, str] = {}
-    for name, term in sorted(sizes.items()):
-        if len(term.free_symbols) != 1:
-            continue
-        (var,) = term.free_symbols
+    for name, (var, a, b) in _linear_sizes(sizes):
         if var in out:
             continue
-        poly = sympy.Poly(term, var)
-        if poly.degree() != 1:
-            continue
-        a, b = (int(c) for c in poly.all_coeffs())
         text = name if b == 0 else f"({name} - {b})"
         out[var] = text if a == 1 else f"({text} // {a})"
     return out

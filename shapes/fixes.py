@@ -206,7 +206,6 @@ class _DimState:
         elif fix.kind == "static":
             self.lo = self.hi = fix.value
 
-
     def congruent(self, modulus: int, remainder: int) -> None:
         """Also require ``s % modulus == remainder`` (Chinese remainder: ``4*k`` and ``16*k`` make ``16*k``).
 
@@ -291,18 +290,17 @@ def _values(state: _DimState) -> int | None:
     return max(0, (state.hi - r) // m - (-((-(state.lo - r)) // m)) + 1)
 
 
+def _dim_share(old: _DimState, new: _DimState) -> float:
+    """How much of ``old`` ``new`` keeps (counted exactly when bounded; else a congruence mod m keeps 1/m)."""
+    before, after = _values(old), _values(new)
+    if before and after is not None:
+        return after / before
+    return (old.modulus or 1) / (new.modulus or 1)
+
+
 def _share_kept(changed: dict, states: dict) -> float:
-    """How much of the current ranges a change keeps (counted exactly when bounded; else a congruence
-    mod m keeps 1/m)."""
-    share = 1.0
-    for s, new in changed.items():
-        old = states[s]
-        before, after = _values(old), _values(new)
-        if before and after is not None:
-            share *= after / before
-        else:
-            share *= (old.modulus or 1) / (new.modulus or 1)
-    return share
+    """How much of the current ranges a change (dim -> new state) keeps."""
+    return math.prod(_dim_share(states[s], new) for s, new in changed.items())
 
 
 def _fit(env, violations, choose, timeout: float) -> dict | None:
@@ -339,7 +337,7 @@ def _widest_alone(state: _DimState, fixes: list[Fix]) -> _DimState:
 
 def _widest_together(state: _DimState, fixes: list[Fix]) -> _DimState:
     """The fix that keeps the most of what the fixes chosen so far left (``4*k`` then ``16*k``, not ``[96, 99]``)."""
-    return max((_restricted(state, f) for f in fixes), key=lambda new: _share_kept({None: new}, {None: state}))
+    return max((_restricted(state, f) for f in fixes), key=lambda new: _dim_share(state, new))
 
 
 def joint_fixes(env, violations, timeout: float = 1.0) -> list[Fix] | None:
@@ -360,7 +358,7 @@ def joint_fixes(env, violations, timeout: float = 1.0) -> list[Fix] | None:
             if f is not None]
     if not fits:
         return None
-    states = max(fits, key=lambda f: _share_kept({s: f[s] for s in syms}, declared))
+    states = max(fits, key=lambda f: _share_kept(f, declared))
     fixes = []
     for s, state in sorted(states.items(), key=lambda kv: kv[0].name):
         info = env.symbols[s]

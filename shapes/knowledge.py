@@ -35,12 +35,15 @@ __all__ = ["Knowledge", "Learned"]
 _LEARNABLE_NODES = 200
 
 
-def _small(term: Expr) -> bool:
-    """Whether ``term`` has at most ``_LEARNABLE_NODES`` nodes (stops counting past that)."""
-    for count, _ in enumerate(sympy.preorder_traversal(term), 1):
+def _learnable_difference(f: F.Formula) -> Expr | None:
+    """``lhs - rhs`` expanded, for an equality of at most ``_LEARNABLE_NODES`` nodes; None otherwise."""
+    if not (isinstance(f, F.Rel) and f.op == "=="):
+        return None
+    diff = f.lhs - f.rhs
+    for count, _ in enumerate(sympy.preorder_traversal(diff), 1):
         if count > _LEARNABLE_NODES:
-            return False
-    return True
+            return None
+    return sympy.expand(diff)
 
 
 @dataclass(frozen=True)
@@ -106,9 +109,9 @@ class Knowledge:
 
     def _divisibility(self, f: F.Formula) -> Learned | None:
         """``x - c*(x // c) == 0`` (that is ``x % c == 0``) for a symbol ``x`` and constant ``c > 1``."""
-        if not (isinstance(f, F.Rel) and f.op == "==") or not _small(f.lhs - f.rhs):
+        diff = _learnable_difference(f)
+        if diff is None:
             return None
-        diff = sympy.expand(f.lhs - f.rhs)
         for atom in diff.atoms(FloorDiv):
             x, c = atom.args
             if isinstance(x, Symbol) and c.is_Integer and c > 1:
@@ -119,9 +122,9 @@ class Knowledge:
 
     def _definition(self, f: F.Formula, prefer_eliminating) -> Learned | None:
         """``s == e`` with ``s`` a symbol of coefficient +-1 that does not occur in ``e``."""
-        if not (isinstance(f, F.Rel) and f.op == "==") or f.divisors or not _small(f.lhs - f.rhs):
+        diff = _learnable_difference(f)
+        if diff is None or f.divisors:
             return None
-        diff = sympy.expand(f.lhs - f.rhs)
         candidates = {}
         for term in sympy.Add.make_args(diff):
             coeff, rest = term.as_coeff_Mul()

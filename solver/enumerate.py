@@ -144,7 +144,7 @@ class EnumerateStrategy(Strategy):
 
     def covers(self, problem: Problem) -> bool:
         """Whether this strategy can decide ``problem`` given time (a box it enumerates, in int64)."""
-        return problem.bounded and problem.box_size <= self.max_points and _in_int64(problem)
+        return problem.bounded and problem.box_size <= self.max_points and _in_int64(problem.ranges.values())
 
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
         if not problem.bounded:
@@ -152,7 +152,7 @@ class EnumerateStrategy(Strategy):
         size = problem.box_size
         if size > self.max_points:
             return unknown(f"the box has {size} points, more than the {self.max_points} this strategy enumerates")
-        if not _in_int64(problem):
+        if not _in_int64(problem.ranges.values()):
             return unknown("the box reaches past int64")
         lows = [problem.ranges[s][0] for s in problem.symbols]
         shape = tuple(problem.ranges[s][1] - lo + 1 for s, lo in zip(problem.symbols, lows)) or (1,)
@@ -179,7 +179,7 @@ class EnumerateStrategy(Strategy):
 
 def holds_along(f: F.Formula, sym: Symbol, lo: int, hi: int) -> np.ndarray:
     """Mask over ``lo..hi`` of the values of ``sym`` where ``f`` (in ``sym`` only) holds."""
-    if not _in_int64(Problem(f, (), (sym,), {sym: (lo, hi)})):
+    if not _in_int64([(lo, hi)]):
         raise OverflowError("values exceed int64")
     values = np.arange(lo, hi + 1, dtype=np.int64)
     try:
@@ -188,5 +188,6 @@ def holds_along(f: F.Formula, sym: Symbol, lo: int, hi: int) -> np.ndarray:
         raise OverflowError("values exceed int64") from e
 
 
-def _in_int64(problem: Problem) -> bool:
-    return all(abs(end) < _SAFE_MAGNITUDE for lo_hi in problem.ranges.values() for end in lo_hi)
+def _in_int64(ranges) -> bool:
+    """Whether every (bounded) range lies well inside int64."""
+    return all(abs(end) < _SAFE_MAGNITUDE for lo_hi in ranges for end in lo_hi)
