@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 import torch
 from torch.export import ExportedProgram
 
-from shapeproof.shapes import GuardReport, ShapeEnv
+from shapeproof.shapes import DimKind, GuardReport, ShapeEnv
 from shapeproof.shapes.records import Query
-from shapeproof.shapes.report import lift
 from shapeproof.solver.api import DEFAULT_TIMEOUT
 from shapeproof.tracer.engine_env import TorchDataDependentError
 
@@ -84,48 +83,92 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
 
     if report.specialized:
         raise error() from first.failure
-    if not report.violations:
-        if first.failure is not None:
-            raise first.failure
-        notes = _unproven_note(report, strategy)
-        for note in notes:
-            warnings.warn(f"shapeproof.export: {note}", stacklevel=2)
-        return result(first.program, warnings=notes)
-    if first.program is None:
-        raise error() from first.failure
-    # without split, several programs are only usable as torch-style input checks over several dims
-    single_dim = any(len(lift(first.engine, v.guard.condition).free_symbols) < 2 for v in report.violations)
-    search = search_regions(model, args, kwargs, spec, first, strategy=strategy, timeout=timeout,
-                            max_regions=max_regions, max_traces=TRACES_PER_REGION * max_regions if split else None,
-                            one_program_only=not split and single_dim)
-    if search.covered and len(search.regions) == 1:
-        # every trace gave this graph: the violated guards only chose between identical code paths
-        set_input_checks(first)
-        return result(first.program, search)
-    if search.covered and split:
-        return result(split_program(model, first, search), search)
-    kept = _torch_compatible_checks(first, search) if search.covered else None
-    if kept is not None:
-        set_input_checks(first, kept)
-        message = ("the program rejects inputs outside its region (like torch.export, which keeps guards over "
-                   f"several dims as input checks): {kept}; export with split=True for one package covering "
-                   "every region")
-        warnings.warn(f"shapeproof.export: {message}", stacklevel=2)
-        return result(first.program, search, [message])
-    raise error(_region_notes(search, split), search.regions) from first.failure
+    if report.violations:
+        if first.program is None:
+            raise error() from first.failure
+        # without split, several programs are only usable as torch-style input checks over several dims
+        single_dim = any(len(v.lifted.free_symbols) < 2 for v in report.violations)
+        search = _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split,
+                         one_program_only=not split and single_dim)
+        if search.covered and len(search.regions) == 1:
+            # every trace gave this graph: the violated guards only chose between identical code paths
+            set_input_checks(first)
+            return result(first.program, search)
+        if search.covered and split:
+            return result(split_program(model, first, search), search)
+        raise error(_region_notes(search, split), search.regions) from first.failure
+    if first.failure is not None:
+        raise first.failure
+    notes = _unproven_note(report, strategy) + _unread_note(first)
+    search = None
+    if report.restrictions:
+        # torch.export keeps these as input checks; other traces may show that the program serves more
+        # (a check over named dims may then become the whole region of the program, hence the longer search)
+        search = _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split,
+                         one_program_only=not split and not _named_relations(first.engine, report))
+        if search.covered and len(search.regions) == 1:
+            set_input_checks(first)
+            return result(first.program, search, _warn(notes))
+        if search.covered and split:
+            return result(split_program(model, first, search), search, _warn(notes))
+        kept = python_guard(search.regions[0].predicate, variable_sources(first.sizes)) if search.covered else None
+        if kept is not None:
+            set_input_checks(first, kept)
+            return result(first.program, search, _warn(notes + [
+                "the program rejects inputs outside its region (like torch.export, which keeps guards over "
+                f"several dims as input checks): {kept}; export with split=True for one package covering "
+                "every region"]))
+    return result(first.program, search, _warn(notes + _restriction_notes(first.engine, report, split)))
 
 
-def _torch_compatible_checks(first, search) -> str | None:
-    """The first region's predicate as an input check, when torch.export would also keep one.
+def _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split, one_program_only):
+    return search_regions(model, args, kwargs, spec, first, strategy=strategy, timeout=timeout,
+                          max_regions=max_regions, max_traces=TRACES_PER_REGION * max_regions if split else None,
+                          one_program_only=one_program_only)
 
-    torch.export fails on a guard over one dim it cannot prove, but keeps a
-    guard over several dims as an input check of the program; shapeproof does
-    the same (accepting the whole region, a superset of what torch accepts)
-    rather than fail where torch exports.
+
+def _warn(notes: list[str]) -> list[str]:
+    for note in notes:
+        warnings.warn(f"shapeproof.export: {note}", stacklevel=3)
+    return notes
+
+
+def _named_relations(engine: ShapeEnv, report: GuardReport) -> list:
+    """Restrictions between named dims only: torch keeps them as input checks; another trace may widen them."""
+    return [v for v in report.restrictions
+            if all(engine.symbols[s].kind is DimKind.STRICT for s in v.lifted.free_symbols)]
+
+
+def _restriction_notes(engine: ShapeEnv, report: GuardReport, split: bool) -> list[str]:
+    """Say what the program's input checks narrow: ranges the user declared, or a branch taken in user code.
+
+    Guards that ops need of ``Dim.AUTO``/``Dim.DYNAMIC`` dims (broadcast
+    equalities, slice bounds) are what those kinds ask export to infer, and
+    torch.export keeps them silently; so does shapeproof.
     """
-    if any(len(lift(first.engine, v.guard.condition).free_symbols) < 2 for v in first.report.violations):
-        return None   # torch.export itself fails on a guard over one dim
-    return python_guard(search.regions[0].predicate, variable_sources(first.sizes))
+    named = _named_relations(engine, report)
+    branches = [v for v in report.restrictions
+                if all(v is not n for n in named) and (v.guard.where is None or v.guard.where.op is None)]
+    notes = []
+    if named:
+        notes.append("the program checks these relations between named dims on its inputs (as torch.export "
+                     "does): " + "; ".join(engine.render(v.lifted) for v in named))
+    if branches:
+        notes.append("the program checks on its inputs what the code decided about Dim.AUTO/Dim.DYNAMIC dims (as "
+                     "torch.export does): " + "; ".join(f"{engine.render(v.lifted)} ({v.guard.where})"
+                                                        for v in branches)
+                     + ("" if split else "; export with split=True to cover the other side of a branch too"))
+    return notes
+
+
+def _unread_note(first) -> list[str]:
+    """Guards torch recorded that the engine cannot read stay as input checks; never silently."""
+    unread = first.torch_env.unmirrored
+    if not unread:
+        return []
+    shown = "; ".join(str(g) for g in unread[:3]) + (f" (+{len(unread) - 3} more)" if len(unread) > 3 else "")
+    return [f"{len(unread)} guard(s) could not be read by the engine; the program checks them on its inputs "
+            f"and may reject shapes inside the declared ranges: {shown}"]
 
 
 def _unproven_note(report: GuardReport, strategy: str) -> list[str]:

@@ -1,7 +1,7 @@
 """``ExportError``: why an export failed, leading with what the user controls."""
 from __future__ import annotations
 
-from shapeproof.shapes import Explanation, GuardReport, ShapeEnv
+from shapeproof.shapes import DimKind, Explanation, GuardReport, ShapeEnv
 
 __all__ = ["ExportError"]
 
@@ -52,6 +52,9 @@ class ExportError(Exception):
                 point = ", ".join(f"{k} = {v}" for k, v in ex.counterexample.items())
                 lines.append(f"    fails at {point}: " + "; ".join(
                     f"{e} {'is' if v in ('True', 'False') else '='} {v}" for e, v in ex.steps[-3:]))
+            if ex.dims and all(d.kind is DimKind.DYNAMIC for d in ex.dims):
+                lines.append(f"    {dims} declared Dim.DYNAMIC, which export may not fix to one size (torch.export "
+                             "fails here too); Dim.AUTO lets export make it static")
             for fix in ex.fixes[:3]:
                 kept = f" (keeps {fix.kept:.0%} of the range)" if fix.kept is not None else ""
                 lines.append(f"    fix: {fix.description}{kept}")

@@ -293,6 +293,11 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
                              f"ranges (max_regions={max_regions})")
             break
         point = {**first.point, **verdict.counterexample}
+        tied = sorted(set(verdict.counterexample) - _settable(first.sizes))
+        if tied:
+            search.reason = (f"no inputs realize {_point_str(verdict.counterexample)}: torch ties "
+                             f"{', '.join(tied)} to other dims")
+            break
         new_args, new_kwargs = inputs_at(model, args, kwargs, input_sizes(first.sizes, point))
         found = trace(model, new_args, new_kwargs, spec, strategy, timeout)
         search.traces.append(found)
@@ -305,6 +310,16 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
             break
     search.regions = _group(search.traces)
     return search
+
+
+def _settable(sizes: dict[str, Expr]) -> set[str]:
+    """Canonical variables some input dim is a function of alone (``x.size(0) = 32*k`` sets ``k``).
+
+    A variable torch tied to another dim while tracing (``x + y`` makes
+    ``y.size(0)`` read as ``x.size(0)``) has no input of its own, so a point
+    giving it a value of its own cannot be traced.
+    """
+    return {next(iter(term.free_symbols)).name for term in sizes.values() if len(term.free_symbols) == 1}
 
 
 def _point_str(point: dict) -> str:

@@ -10,10 +10,10 @@ from .provenance import Frame, Provenance, capture
 from .records import Guard, Query, RuntimeAssert
 from .report import GuardReport, Violation
 from .standalone import explain_guard
-from .symbols import Source, SymbolInfo
+from .symbols import DimKind, Source, SymbolInfo
 
 __all__ = [
-    "ShapeEnv", "Source", "SymbolInfo", "Guard", "RuntimeAssert", "Query", "GuardReport", "Violation",
+    "ShapeEnv", "DimKind", "Source", "SymbolInfo", "Guard", "RuntimeAssert", "Query", "GuardReport", "Violation",
     "Explanation", "DimInfo", "explain", "explain_guard", "Fix", "Provenance", "Frame", "capture",
     "ShapeError", "DataDependentError", "CheckFailed", "InputOutOfRange",
 ]

@@ -43,7 +43,7 @@ from .graph import DependencyGraph
 from .knowledge import Knowledge
 from .provenance import Provenance, capture
 from .records import Guard, Query, RuntimeAssert
-from .symbols import Range, Source, SymbolInfo, span_str
+from .symbols import DimKind, Range, Source, SymbolInfo, span_str
 
 __all__ = ["ShapeEnv"]
 
@@ -88,26 +88,33 @@ class ShapeEnv:
     # ------------------------------------------------------------------ symbols
     def create_backed_symbol(self, hint: int, source: Source | str, declared: Range | None = None,
                              name: str | None = None, dim_name: str | None = None, dynamic: bool = True,
-                             is_size: bool = True) -> Expr:
+                             is_size: bool = True, kind: DimKind = DimKind.STRICT,
+                             specialize_zero_one: bool | None = None) -> Expr:
         """A symbol for an input size (or, with ``is_size=False``, an input int) whose example value is ``hint``.
 
         Returns a constant instead when the dim is static or, like torch.export,
         when the example size is 0 or 1 (noted in ``notes``; a dim the user
         declared dynamic is also reported by ``produce_guards``).
+        ``specialize_zero_one`` overrides the environment's setting for this
+        symbol (torch's ``backed_size_oblivious`` keeps 0/1 examples symbolic);
+        the tracer must pass what torch decided, or the two would disagree on
+        whether the dim is a constant.
         """
         source = source if isinstance(source, Source) else Source(source)
         if not dynamic:
             return Integer(hint)
+        specialize = self.specialize_zero_one if specialize_zero_one is None else specialize_zero_one
         if not is_size:
             sym = Symbol(name or f"s{len(self.symbols)}", integer=True)
             span = declared if declared is not None else (None, None)
-            self._register(SymbolInfo(sym, True, hint, [source], span, span, dim_name=dim_name), source.path)
+            self._register(SymbolInfo(sym, True, hint, [source], span, span, dim_name=dim_name, kind=kind),
+                           source.path)
             return sym
         lo, hi = declared if declared is not None else (None, None)
         if (lo is not None and hint < lo) or (hi is not None and hint > hi):
             raise InputOutOfRange(f"the example input has {source} = {hint}, outside the declared range "
                                   f"{span_str((lo, hi))}" + (f" of {dim_name}" if dim_name else ""))
-        if hint in (0, 1) and self.specialize_zero_one:
+        if hint in (0, 1) and specialize:
             self.notes.append(f"{source} is {hint} in the example input, so it is specialized to the constant "
                               f"{hint} (torch.export treats example sizes 0 and 1 as static); "
                               f"use an example with {source} >= 2 to keep it dynamic")
@@ -121,8 +128,9 @@ class ShapeEnv:
             return self._current(existing.symbol)
         sym = Symbol(name or f"s{len(self.symbols)}", integer=True)
         declared = (lo if lo is not None else 0, hi)
-        tracing_lo = max(2, declared[0]) if self.specialize_zero_one else declared[0]
-        info = SymbolInfo(sym, True, hint, [source], declared, (tracing_lo, hi), size_like=True, dim_name=dim_name)
+        tracing_lo = max(2, declared[0]) if specialize else declared[0]
+        info = SymbolInfo(sym, True, hint, [source], declared, (tracing_lo, hi), size_like=True, dim_name=dim_name,
+                          kind=kind)
         if declared[0] < tracing_lo:
             info.notes.append(f"sizes {declared[0]}..{tracing_lo - 1} are allowed by the spec and assumed to behave "
                               f"like size {tracing_lo} (torch.export's 0/1 convention)")
@@ -391,7 +399,7 @@ class ShapeEnv:
         span = (None if lo is None else -((-lo) // c), None if hi is None else hi // c)
         hint = None if info.hint is None else info.hint // c
         label = f"{info.label} / {c}"
-        derived = SymbolInfo(k, info.backed, hint, [Source(label)], span, span, info.size_like)
+        derived = SymbolInfo(k, info.backed, hint, [Source(label)], span, span, info.size_like, kind=info.kind)
         self._register(derived, None)
         self.graph.add_derivation(x, k)
         self.derived[k] = FloorDiv(x, c)

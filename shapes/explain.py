@@ -18,7 +18,7 @@ from shapeproof.solver.terms import term_str
 from .fixes import Fix
 from .records import Guard, RuntimeAssert
 from .report import Violation, lift
-from .symbols import span_str
+from .symbols import DimKind, span_str
 
 __all__ = ["Explanation", "DimInfo", "explain"]
 
@@ -31,6 +31,7 @@ class DimInfo:
     name: str                 # the Dim name the user gave, or the path
     declared: tuple
     example: int | None
+    kind: DimKind = DimKind.STRICT
 
     def __str__(self) -> str:
         named = f" = {self.name}" if self.name != self.path else ""
@@ -57,7 +58,8 @@ class Explanation:
     def to_dict(self) -> dict:
         return {
             "kind": self.kind, "index": self.index, "condition": self.condition, "asked": self.asked,
-            "where": self.where, "dims": [d.__dict__ for d in self.dims], "status": self.status,
+            "where": self.where, "dims": [{**d.__dict__, "kind": d.kind.value} for d in self.dims],
+            "status": self.status,
             "decided_by": self.decided_by, "counterexample": self.counterexample,
             "steps": [{"expression": e, "value": v} for e, v in self.steps],
             "fixes": [f.to_dict() for f in self.fixes], "notes": self.notes,
@@ -137,7 +139,7 @@ def _dims(env, f: F.Formula) -> list[DimInfo]:
     for path in env.graph.inputs_of(f.free_symbols):
         info = next((i for i in env.symbols.values() if any(src.path == path for src in i.sources)), None)
         if info is not None:
-            out.append(DimInfo(path, info.dim_name or path, info.declared, info.hint))
+            out.append(DimInfo(path, info.dim_name or path, info.declared, info.hint, info.kind))
     return out
 
 

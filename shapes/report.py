@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sympy import Symbol
+from sympy import Poly, Symbol
 
 from shapeproof.solver import formula as F
 from shapeproof.solver.api import prove
@@ -21,8 +21,11 @@ from shapeproof.solver.verdict import Verdict
 
 from .fixes import Fix, joint_fixes, suggest_fixes
 from .records import Guard
+from .symbols import DimKind
 
 __all__ = ["Violation", "GuardReport", "produce_guards", "lift"]
+
+_EVERY_SIZE = 64     # a named dim with at most this many sizes has each tried by _narrows_alone
 
 
 @dataclass
@@ -50,6 +53,9 @@ class GuardReport:
     zero_one: list[ZeroOneWarning]
     specialized: list[tuple]          # (source, example size, declared range) of dims declared dynamic
     combined_fixes: list[Fix] | None = None   # one verified fix per dim that satisfies every violation at once
+    # refuted guards on dims the spec lets export narrow (Dim.AUTO/DYNAMIC, relations between named dims):
+    # not errors, but input checks of the program, as torch.export keeps them
+    restrictions: list[Violation] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -90,16 +96,94 @@ def _raised_lower_bound(info) -> bool:
     return used is not None and (declared is None or declared < used)
 
 
+def _tolerated(env, lifted: F.Formula, counterexample: dict, strategy: str, timeout: float) -> bool:
+    """Whether torch.export's rules make this refuted guard an input check of the program, not an error.
+
+    Dims declared ``Dim.AUTO``/``Dim.DYNAMIC`` let export decide, so guards on
+    them only narrow what the program accepts (``DYNAMIC`` ones may not be
+    pinned to one size: see ``_pinned``).  A named ``Dim`` promises its whole
+    range: a guard on it alone is a violation.  A relation between named
+    dims is kept as an input check (``N <= M``, ``a*b == c*d``), except an
+    equation that would make one named dim a function of the others (torch
+    asks for a shared or derived ``Dim`` there) and one that narrows a named
+    dim by itself; a relation with an ``AUTO``/``DYNAMIC`` dim is one that
+    dim adopts, as long as it leaves the named dims their ranges.
+    """
+    infos = [env.symbols[s] for s in lifted.free_symbols]
+    if not infos or any(not info.backed for info in infos):
+        return False
+    strict = [info for info in infos if info.kind is DimKind.STRICT]
+    if not strict:
+        return True
+    if len(infos) == 1 or (len(strict) == len(infos) and _solvable_equation(lifted)):
+        return False
+    return not any(_narrows_alone(env, lifted, info, counterexample, strategy, timeout) for info in strict)
+
+
+def _narrows_alone(env, lifted: F.Formula, info, counterexample: dict, strategy: str, timeout: float) -> bool:
+    """Whether some size of one named dim fails ``lifted`` whatever the other dims are.
+
+    A relation such as ``N <= M`` leaves each dim its whole range (the
+    program checks the pair); ``3*B*H*W == 12*B*(H//2)*(W//2)`` does not (no
+    ``B``, ``W`` make it hold for an odd ``H``): that is a guard on ``H``
+    alone in other words, a violation like torch's own per-dim guards.
+    Sizes tried: every size of a range of at most ``_EVERY_SIZE`` sizes,
+    else the counterexample's and the ends of the range.  A miss only means
+    the program checks the relation on its inputs, which the export reports.
+    """
+    sym = info.symbol
+    others = {s: env.symbols[s].range for s in lifted.free_symbols if s != sym}
+    lo, hi = info.range
+    if lo is not None and hi is not None and hi - lo < _EVERY_SIZE:
+        sizes = range(lo, hi + 1)
+    else:
+        sizes = dict.fromkeys(v for v in (counterexample.get(sym.name), lo, hi) if v is not None)
+    for value in sizes:
+        if prove(F.neg(F.substitute(lifted, {sym: value})), ranges=others, strategy=strategy,
+                 timeout=timeout).proven:
+            return True
+    return False
+
+
+def _solvable_equation(f: F.Formula) -> bool:
+    """``a*x + b*y + ... == c`` (alone or in a conjunction): an equation over several dims that torch solves
+    into a replacement of one dim by the others."""
+    if isinstance(f, F.And):
+        return any(_solvable_equation(part) for part in f.args)
+    if not isinstance(f, F.Rel) or f.op != "==":
+        return False
+    difference = f.lhs - f.rhs
+    syms = sorted(difference.free_symbols, key=str)
+    return (len(syms) > 1 and difference.is_polynomial(*syms)
+            and Poly(difference, *syms).total_degree() <= 1)
+
+
+def _pinned(env, restrictions: list[Violation], strategy: str, timeout: float) -> list[Violation]:
+    """Restrictions that leave a ``Dim.DYNAMIC`` dim a single size: torch.export's "specialized" error."""
+    pinned = []
+    for sym, info in env.symbols.items():
+        if info.kind is not DimKind.DYNAMIC or info.hint is None:
+            continue
+        own = [v for v in restrictions if v.lifted.free_symbols == {sym}]
+        if not own:
+            continue
+        only_hint = F.disj(F.neg(F.conj(*(v.lifted for v in own))), F.eq(sym, info.hint))
+        if prove(only_hint, ranges={sym: info.range}, strategy=strategy, timeout=timeout).proven:
+            pinned += own
+    return pinned
+
+
 def produce_guards(env, strategy="cascade", timeout: float = 2.0) -> GuardReport:
-    violations, unproven, zero_one = [], [], []
+    violations, restrictions, unproven, zero_one = [], [], [], []
     for guard in env.guards:
         lifted = lift(env, guard.condition)
         syms = lifted.free_symbols
         verdict = prove(lifted, ranges=_initial_ranges(env, syms), strategy=strategy, timeout=timeout)
         guard.verdict = verdict
         if verdict.refuted:
-            fixes = suggest_fixes(env, guard, lifted, timeout)
-            violations.append(Violation(guard, lifted, verdict, _labelled(env, verdict.counterexample), fixes))
+            violation = Violation(guard, lifted, verdict, _labelled(env, verdict.counterexample))
+            tolerated = _tolerated(env, lifted, verdict.counterexample, strategy, timeout)
+            (restrictions if tolerated else violations).append(violation)
         elif not verdict.proven:
             unproven.append(guard)
         elif any(_raised_lower_bound(env.symbols[s]) for s in syms if env.symbols[s].backed):
@@ -107,5 +191,11 @@ def produce_guards(env, strategy="cascade", timeout: float = 2.0) -> GuardReport
                                 timeout=timeout)
             if at_declared.refuted:
                 zero_one.append(ZeroOneWarning(guard, _labelled(env, at_declared.counterexample)))
+    pinned = _pinned(env, restrictions, strategy, timeout)
+    restrictions = [r for r in restrictions if all(r is not p for p in pinned)]
+    violations = sorted(violations + pinned, key=lambda v: v.guard.index)
+    for violation in violations:
+        violation.fixes = suggest_fixes(env, violation.guard, violation.lifted, timeout)
     combined = joint_fixes(env, violations, timeout) if violations else None
-    return GuardReport(list(env.guards), violations, unproven, zero_one, list(env.specialized), combined)
+    return GuardReport(list(env.guards), violations, unproven, zero_one, list(env.specialized), combined,
+                       restrictions)

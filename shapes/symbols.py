@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 from sympy import Symbol
 
 from .provenance import Provenance
 
-__all__ = ["Source", "SymbolInfo", "Range", "span_str"]
+__all__ = ["DimKind", "Source", "SymbolInfo", "Range", "span_str"]
 
 Range = tuple  # (lo, hi), inclusive, None for unbounded
 
@@ -15,6 +16,21 @@ Range = tuple  # (lo, hi), inclusive, None for unbounded
 def span_str(r: Range) -> str:
     lo, hi = r
     return f"[{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
+
+
+class DimKind(Enum):
+    """What the user's spec promises about a dynamic input dim, following torch.export's ``Dim`` kinds.
+
+    ``STRICT``: a named ``Dim`` (or a declared range): every size in the range
+    must work, so a guard that narrows it is a violation.  ``AUTO``
+    (``Dim.AUTO``): export decides; guards that narrow it become the program's
+    input checks.  ``DYNAMIC`` (``Dim.DYNAMIC``): like ``AUTO``, except that
+    narrowing it to one size is an error.
+    """
+
+    STRICT = "strict"
+    AUTO = "auto"
+    DYNAMIC = "dynamic"
 
 
 @dataclass(frozen=True)
@@ -49,6 +65,7 @@ class SymbolInfo:
     range: Range
     size_like: bool = False
     dim_name: str | None = None     # the user's Dim name, e.g. "T"
+    kind: DimKind = DimKind.STRICT
     notes: list[str] = field(default_factory=list)
 
     @property

@@ -26,6 +26,7 @@ Hooks and why:
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import sys
 from contextlib import contextmanager
@@ -34,14 +35,14 @@ from dataclasses import dataclass
 import sympy
 import torch
 
-from shapeproof.shapes import DataDependentError, ShapeEnv, Source, capture
+from shapeproof.shapes import DataDependentError, DimKind, ShapeEnv, Source, capture
 from shapeproof.shapes.provenance import Provenance
 
 from .exact_cancel import exact_cancellation
 from .sympy_bridge import UnsupportedExpression, bounds_of, to_condition
 from .torch_internals import (
-    FakeTensorMode, GuardOnDataDependentSymNode, OpOverload, TorchShapeEnv, TracingContext, convert_guards_to_code,
-    tracing,
+    FakeTensorMode, GuardOnDataDependentSymNode, OpOverload, RelaxedUnspecConstraint, StrictMinMaxConstraint,
+    TorchShapeEnv, TracingContext, convert_guards_to_code, tracing, uninteresting_files,
 )
 
 __all__ = ["DimSpec", "EngineShapeEnv", "TorchDataDependentError", "engine_tracing", "readable_source",
@@ -71,6 +72,7 @@ class TorchDataDependentError(GuardOnDataDependentSymNode, DataDependentError):
         self.where = engine_error.where
 
 
+_TRACER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _SOURCE = re.compile(r"^L\['(?P<name>[^']+)'\](?P<rest>.*)$")
 
 
@@ -102,6 +104,14 @@ def current_op() -> str | None:
     return None
 
 
+def dim_kind(constraint_dim) -> DimKind:
+    """The spec's promise for a dim, from the constraint torch attaches to it: a named ``Dim`` is a
+    ``StrictMinMaxConstraint``, ``Dim.DYNAMIC`` a ``RelaxedUnspecConstraint``, ``Dim.AUTO`` none."""
+    if isinstance(constraint_dim, RelaxedUnspecConstraint):
+        return DimKind.DYNAMIC
+    return DimKind.AUTO if constraint_dim is None else DimKind.STRICT
+
+
 def _provenance() -> Provenance:
     """The user's frame and the ATen op at the point torch asked (called from inside a hook)."""
     return capture(op=current_op(), start=sys._getframe(2))
@@ -129,10 +139,10 @@ class EngineShapeEnv(TorchShapeEnv):
         if dynamic_dim is not None:
             kwargs["dynamic_dim"] = dynamic_dim
         expr = super().create_symbol(val, source, **kwargs)
-        self._mirror_symbol(expr, int(val), source, constraint_dim, positive)
+        self._mirror_symbol(expr, int(val), source, constraint_dim, positive, do_not_specialize_zero_one)
         return expr
 
-    def _mirror_symbol(self, expr, val: int, source, constraint_dim, positive) -> None:
+    def _mirror_symbol(self, expr, val: int, source, constraint_dim, positive, keep_zero_one: bool) -> None:
         name = source.name
         if name in self._roots:                        # torch's phantom symbol for a derived dim's root
             if isinstance(expr, sympy.Symbol):
@@ -141,24 +151,24 @@ class EngineShapeEnv(TorchShapeEnv):
         path, arg, dim = readable_source(name)
         src = Source(path, arg, dim)
         spec = self.dim_specs.get(self.source_name_to_debug_name.get(name, ""))
-        declared = bounds_of(constraint_dim.vr) if constraint_dim is not None and hasattr(constraint_dim, "vr") else None
+        strict = isinstance(constraint_dim, StrictMinMaxConstraint)
+        declared = bounds_of(constraint_dim.vr) if strict else None
+        common = dict(declared=declared, dim_name=spec.name if spec else None, kind=dim_kind(constraint_dim),
+                      specialize_zero_one=False if keep_zero_one else None)
         if not isinstance(expr, sympy.Symbol):
-            if constraint_dim is not None and val in (0, 1):   # declared dynamic, specialized on the example
-                self.engine.create_backed_symbol(val, src, declared=declared,
-                                                 dim_name=spec.name if spec else None)
+            if strict and val in (0, 1):               # declared dynamic, specialized on the example
+                self.engine.create_backed_symbol(val, src, **common)
             return
         if expr in self.symbol_map:                    # duck sizing: another input dim, same symbol
             self.engine.add_source(self.symbol_map[expr], src)
             return
         if spec is not None and spec.root is not None:
             root = self._root_symbol(spec.root, (val - spec.b) // spec.a)
-            engine_sym = self.engine.create_backed_symbol(val, src, declared=declared, name=expr.name,
-                                                          dim_name=spec.name)
+            engine_sym = self.engine.create_backed_symbol(val, src, name=expr.name, **common)
             self.engine.relate(engine_sym, spec.a * root + spec.b)
         else:
-            engine_sym = self.engine.create_backed_symbol(val, src, declared=declared, name=expr.name,
-                                                          dim_name=spec.name if spec else None,
-                                                          is_size=bool(positive))
+            engine_sym = self.engine.create_backed_symbol(val, src, name=expr.name, is_size=bool(positive),
+                                                          **common)
         self.symbol_map[expr] = engine_sym
 
     def _root_symbol(self, root: DimSpec, hint: int) -> sympy.Expr:
@@ -198,6 +208,17 @@ class EngineShapeEnv(TorchShapeEnv):
             engine_sym = self.symbol_map[sym]
             self.engine.symbols[engine_sym].size_like = True
             self.engine.constrain_range(engine_sym, 0 if min is None else min, max)
+
+    def _get_user_frame(self):
+        """torch's "user frame" (guard locations, and whether a question comes from an ``assert``
+        statement, which torch turns into a runtime assert), skipping this module's hooks too."""
+        frame = sys._getframe(1)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if filename not in uninteresting_files() and not filename.startswith(_TRACER_DIR):
+                return frame
+            frame = frame.f_back
+        return None
 
     # -- questions -----------------------------------------------------------------
     def _convert(self, expr):

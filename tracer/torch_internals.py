@@ -11,7 +11,8 @@ from torch._ops import OpOverload
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.export.dynamic_shapes import _DerivedDim as DerivedDim
 from torch.export.exported_program import _convert_guards_to_code as convert_guards_to_code
-from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, RelaxedUnspecConstraint
+from torch.fx.experimental.symbolic_shapes import StrictMinMaxConstraint, uninteresting_files
 from torch.fx.experimental.symbolic_shapes import ShapeEnv as TorchShapeEnv
 import torch.utils._sympy.functions as sympy_functions  # noqa: F401  (exact_cancel patches it; pinned in tests)
 from torch.utils._sympy.functions import (
@@ -26,6 +27,8 @@ PINNED = {
     "TracingContext": TracingContext, "tracing": tracing, "OpOverload": OpOverload,
     "FakeTensorMode": FakeTensorMode, "DerivedDim": DerivedDim, "convert_guards_to_code": convert_guards_to_code,
     "GuardOnDataDependentSymNode": GuardOnDataDependentSymNode, "TorchShapeEnv": TorchShapeEnv,
+    "RelaxedUnspecConstraint": RelaxedUnspecConstraint, "StrictMinMaxConstraint": StrictMinMaxConstraint,
+    "uninteresting_files": uninteresting_files,
     "CeilToInt": CeilToInt, "CleanDiv": CleanDiv, "FloatTrueDiv": FloatTrueDiv, "FloorDiv": FloorDiv,
     "FloorToInt": FloorToInt, "Identity": Identity, "IntTrueDiv": IntTrueDiv, "LShift": LShift, "Max": Max,
     "Min": Min, "Mod": Mod, "ModularIndexing": ModularIndexing, "PowByNatural": PowByNatural,
@@ -45,6 +48,7 @@ OVERRIDDEN_SHAPE_ENV_METHODS = {
     "evaluate_expr": ["orig_expr", "hint", "fx_node", "size_oblivious", "fallback_value", "forcing_spec"],
     "guard_or_defer_runtime_assert": ["orig_expr", "msg", "fx_node"],
     "produce_guards_verbose": ["placeholders", "sources", "input_contexts"],
+    "_get_user_frame": [],
 }
 # ShapeEnv attributes EngineShapeEnv reads.
 READ_SHAPE_ENV_ATTRIBUTES = ["guards", "deferred_runtime_asserts", "var_to_range", "source_name_to_debug_name",

@@ -1,0 +1,192 @@
+"""torch.export's Dim kinds, followed by shapeproof.export (torch's docs and export tests are the spec).
+
+``torch/export/dynamic_shapes.py``: "Dim.AUTO ... export will automatically
+infer the remaining constraints on min/max ranges and relationships between
+dimensions"; "DYNAMIC means dynamic, will error out if specialized"; a named
+``Dim`` raises when tracing needs less than its range.  torch 2.13 keeps
+relations between several named dims (``N <= M``, ``a*b == c*d``) as input
+checks.  Each test exports with both exporters where torch's behaviour is the
+reference, and checks the program against eager PyTorch.
+"""
+import warnings
+
+import pytest
+import torch
+from torch.export import Dim
+
+import shapeproof
+from shapeproof.export import ExportError
+
+from plain_asserts import AssertWidth, PositiveMax
+
+AUTO, DYNAMIC = Dim.AUTO, Dim.DYNAMIC
+
+
+def _torch(model, args, spec):
+    return torch.export.export(model, args, dynamic_shapes=spec, strict=False)
+
+
+def _rejects(program, *args) -> bool:
+    try:
+        program.module()(*args)
+    except Exception:   # torch raises AssertionError/RuntimeError for a failed input check
+        return True
+    return False
+
+
+class Add(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+def test_auto_dims_adopt_the_equalities_tracing_needs():
+    """The issue's reproducer: torch exports x + y under Dim.AUTO with x.size(i) == y.size(i) as input checks."""
+    spec = {"x": {0: AUTO, 1: AUTO}, "y": {0: AUTO, 1: AUTO}}
+    args = (torch.randn(3, 4), torch.randn(3, 4))
+    ours, theirs = shapeproof.export(Add(), args, dynamic_shapes=spec), _torch(Add(), args, spec)
+    assert sorted(ours._guards_code) == sorted(theirs._guards_code)
+    x, y = torch.randn(5, 7), torch.randn(5, 7)
+    assert torch.equal(ours.module()(x, y), x + y)
+    assert _rejects(ours, torch.randn(5, 7), torch.randn(5, 6))
+
+
+def test_a_named_dim_related_to_an_auto_dim_keeps_its_range():
+    """x has a named Dim, y is AUTO: y adopts y.size(0) == x.size(0) + 4 and x keeps its whole range
+    (torch 2.13 raises here; exporting is wider and sound, the program checks the relation)."""
+    class Shifted(torch.nn.Module):
+        def forward(self, x, y):
+            return x + y[4:]
+
+    program = shapeproof.export(Shifted(), (torch.randn(3), torch.randn(7)),
+                                dynamic_shapes={"x": {0: Dim("n", min=2, max=64)}, "y": {0: AUTO}})
+    for n in (2, 17, 64):
+        x, y = torch.randn(n), torch.randn(n + 4)
+        assert torch.equal(program.module()(x, y), x + y[4:])
+    assert _rejects(program, torch.randn(5), torch.randn(10))
+
+
+def test_auto_dim_specialized_by_the_code_becomes_static():
+    spec = {"x": {0: AUTO}, "y": {0: AUTO, 1: AUTO}}
+    args = (torch.randn(3, 4), torch.randn(3, 4))
+    ours = shapeproof.export(AssertWidth(), args, dynamic_shapes=spec)
+    assert ours._guards_code == _torch(AssertWidth(), args, spec)._guards_code == ["L['y'].size()[1] == 4"]
+    x, y = torch.randn(6, 4), torch.randn(9, 4)
+    assert torch.equal(ours.module()(x, y), AssertWidth()(x, y))
+
+
+def test_dynamic_dim_specialized_by_the_code_is_an_error_naming_the_dim():
+    """Docs: Dim.DYNAMIC "will error out if specialized"; torch raises UserError, shapeproof ExportError."""
+    spec = {"x": {0: AUTO}, "y": {0: AUTO, 1: DYNAMIC}}
+    args = (torch.randn(3, 4), torch.randn(3, 4))
+    with pytest.raises(torch._dynamo.exc.UserError):
+        _torch(AssertWidth(), args, spec)
+    with pytest.raises(ExportError) as err:
+        shapeproof.export(AssertWidth(), args, dynamic_shapes=spec)
+    text = str(err.value)
+    assert "y.size(1)" in text and "Dim.DYNAMIC" in text and "assert y.shape[1] == 4" in text
+    assert "split=True" not in text      # an assert has no other branch to export
+
+
+class Parity(torch.nn.Module):
+    def forward(self, x):
+        if x.size(0) % 2 == 0:
+            return x * 2
+        return x + 1
+
+
+def test_a_branch_on_an_auto_dim_stays_an_input_check_with_a_warning():
+    """ExportDB dynamic_shape_if_guard under Dim.AUTO: torch keeps the branch's guard as an input check."""
+    spec = {"x": {0: AUTO}}
+    theirs = _torch(Parity(), (torch.randn(4),), spec)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ours = shapeproof.export(Parity(), (torch.randn(4),), dynamic_shapes=spec)
+    assert ours._guards_code == theirs._guards_code
+    assert any("split=True" in str(w.message) and "x.size(0) % 2" in str(w.message) for w in caught)
+    x = torch.randn(10)
+    assert torch.equal(ours.module()(x), x * 2) and _rejects(ours, torch.randn(7))
+
+
+def test_split_covers_both_sides_of_a_branch_on_an_auto_dim():
+    program = shapeproof.export(Parity(), (torch.randn(4),), dynamic_shapes={"x": {0: AUTO}}, split=True)
+    for n in (2, 3, 8, 11):
+        x = torch.randn(n)
+        assert torch.equal(program.module()(x), Parity()(x))
+
+
+def test_a_branch_on_a_named_dim_is_still_an_error():
+    """A named Dim promises its range (torch raises "Constraints violated")."""
+    with pytest.raises(ExportError) as err:
+        shapeproof.export(Parity(), (torch.randn(4),), dynamic_shapes={"x": {0: Dim("n")}})
+    assert "x.size(0) % 2" in str(err.value)
+
+
+def test_two_named_dims_that_must_be_equal_are_an_error_with_the_shared_dim_fix():
+    """torch: "The values of dy ... must always be equal to dx"; shapeproof says which Dim to share."""
+    with pytest.raises(ExportError) as err:
+        shapeproof.export(Add(), (torch.randn(3), torch.randn(3)),
+                          dynamic_shapes={"x": {0: Dim("dx")}, "y": {0: Dim("dy")}})
+    assert any(f.kind == "equal" for ex in err.value.violations for f in ex.fixes)
+
+
+class Flatten(torch.nn.Module):
+    def forward(self, x, y):
+        return x.reshape(-1) + y.reshape(-1)
+
+
+def test_a_relation_between_named_dims_is_an_input_check_like_torchs():
+    """torch keeps dx0*dx1 == dy0*dy1 as an input check; so does shapeproof, and says so."""
+    spec = {"x": {0: Dim("a"), 1: Dim("b")}, "y": {0: Dim("c"), 1: Dim("d")}}
+    args = (torch.randn(3, 4), torch.randn(4, 3))
+    _torch(Flatten(), args, spec)
+    with pytest.warns(UserWarning, match="relations between named dims"):
+        ours = shapeproof.export(Flatten(), args, dynamic_shapes=spec)
+    x, y = torch.randn(6, 5), torch.randn(10, 3)
+    assert torch.equal(ours.module()(x, y), Flatten()(x, y))
+    assert _rejects(ours, torch.randn(6, 5), torch.randn(4, 5))
+
+
+class Pool(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.avg_pool1d(x, 2)
+
+
+def test_an_auto_program_is_at_least_as_wide_as_torchs():
+    """torch's program for avg_pool1d under Dim.AUTO rejects short inputs; shapeproof's traces again there
+    and accepts them (same graph)."""
+    spec = ({2: AUTO},)
+    ours = shapeproof.export(Pool(), (torch.randn(2, 3, 40),), dynamic_shapes=spec)
+    theirs = _torch(Pool(), (torch.randn(2, 3, 40),), spec)
+    for t in (2, 3, 41, 1000):
+        x = torch.randn(2, 3, t)
+        if not _rejects(theirs, x):
+            assert not _rejects(ours, x)
+        assert torch.equal(ours.module()(x), Pool()(x))
+
+
+class BatchedMatmul(torch.nn.Module):
+    def forward(self, a, b, c):
+        return torch.baddbmm(a, b, c)
+
+
+def test_backed_size_oblivious_keeps_an_example_of_one_dynamic():
+    """torch's baddbmm export test sets backed_size_oblivious: a Dim whose example is 1 is not specialized."""
+    batch = Dim("batch")
+    spec = {"a": {0: batch}, "b": {0: batch}, "c": {0: batch}}
+    args = (torch.randn(1, 3, 5), torch.randn(1, 3, 4), torch.randn(1, 4, 5))
+    with torch.fx.experimental._config.patch(backed_size_oblivious=True):
+        _torch(BatchedMatmul(), args, spec)
+        program = shapeproof.export(BatchedMatmul(), args, dynamic_shapes=spec)
+    for n in (1, 5):
+        a, b, c = torch.randn(n, 3, 5), torch.randn(n, 3, 4), torch.randn(n, 4, 5)
+        torch.testing.assert_close(program.module()(a, b, c), torch.baddbmm(a, b, c))
+    with pytest.raises(ExportError):      # without the switch, an example of 1 specializes the named Dim
+        shapeproof.export(BatchedMatmul(), args, dynamic_shapes=spec)
+
+
+def test_an_assert_on_data_becomes_a_runtime_assert():
+    """torch turns a Python ``assert`` on an unbacked value into a runtime assertion of the program."""
+    program = shapeproof.export(PositiveMax(), (torch.randn(3), torch.tensor([1, 2])))
+    x = torch.randn(3)
+    assert torch.equal(program.module()(x, torch.tensor([3, 1])), x + 1)
+    assert _rejects(program, x, torch.tensor([0, -1]))
