@@ -111,7 +111,8 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
             return result(first.program, search, _warn(notes))
         if search.covered and split:
             return result(split_program(model, first, search), search, _warn(notes))
-        kept = python_guard(search.regions[0].predicate, variable_sources(first.sizes)) if search.covered else None
+        kept = (python_guard(search.regions[0].predicate, variable_sources(first.sizes))
+                if search.covered else None)
         if kept is not None:
             set_input_checks(first, kept)
             return result(first.program, search, _warn(notes + [
@@ -122,9 +123,9 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
 
 
 def _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split, one_program_only):
+    max_traces = TRACES_PER_REGION * max_regions if split else None
     return search_regions(model, args, kwargs, spec, first, strategy=strategy, timeout=timeout,
-                          max_regions=max_regions, max_traces=TRACES_PER_REGION * max_regions if split else None,
-                          one_program_only=one_program_only)
+                          max_regions=max_regions, max_traces=max_traces, one_program_only=one_program_only)
 
 
 def _warn(notes: list[str]) -> list[str]:
@@ -134,7 +135,7 @@ def _warn(notes: list[str]) -> list[str]:
 
 
 def _named_relations(engine: ShapeEnv, report: GuardReport) -> list:
-    """Restrictions between named dims only: torch keeps them as input checks; another trace may widen them."""
+    """Restrictions between named dims only: torch keeps them as input checks; other traces may widen them."""
     return [v for v in report.restrictions
             if all(engine.symbols[s].kind is DimKind.STRICT for s in v.lifted.free_symbols)]
 
@@ -154,8 +155,8 @@ def _restriction_notes(engine: ShapeEnv, report: GuardReport, split: bool) -> li
         notes.append("the program checks these relations between named dims on its inputs (as torch.export "
                      "does): " + "; ".join(engine.render(v.lifted) for v in named))
     if branches:
-        notes.append("the program checks on its inputs what the code decided about Dim.AUTO/Dim.DYNAMIC dims (as "
-                     "torch.export does): " + "; ".join(f"{engine.render(v.lifted)} ({v.guard.where})"
+        notes.append("the program checks on its inputs what the code decided about Dim.AUTO/Dim.DYNAMIC dims "
+                     "(as torch.export does): " + "; ".join(f"{engine.render(v.lifted)} ({v.guard.where})"
                                                         for v in branches)
                      + ("" if split else "; export with split=True to cover the other side of a branch too"))
     return notes

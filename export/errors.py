@@ -53,8 +53,8 @@ class ExportError(Exception):
                 lines.append(f"    fails at {point}: " + "; ".join(
                     f"{e} {'is' if v in ('True', 'False') else '='} {v}" for e, v in ex.steps[-3:]))
             if ex.dims and all(d.kind is DimKind.DYNAMIC for d in ex.dims):
-                lines.append(f"    {dims} declared Dim.DYNAMIC, which export may not fix to one size (torch.export "
-                             "fails here too); Dim.AUTO lets export make it static")
+                lines.append(f"    {dims} declared Dim.DYNAMIC, which export may not fix to one size "
+                             "(torch.export fails here too); Dim.AUTO lets export make it static")
             for fix in ex.fixes[:3]:
                 kept = f" (keeps {fix.kept:.0%} of the range)" if fix.kept is not None else ""
                 lines.append(f"    fix: {fix.description}{kept}")

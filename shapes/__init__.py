@@ -13,7 +13,8 @@ from .standalone import explain_guard
 from .symbols import DimKind, Source, SymbolInfo
 
 __all__ = [
-    "ShapeEnv", "DimKind", "Source", "SymbolInfo", "Guard", "RuntimeAssert", "Query", "GuardReport", "Violation",
+    "ShapeEnv", "DimKind", "Source", "SymbolInfo", "Guard", "RuntimeAssert", "Query", "GuardReport",
+    "Violation",
     "Explanation", "DimInfo", "explain", "explain_guard", "Fix", "Provenance", "Frame", "capture",
     "ShapeError", "DataDependentError", "CheckFailed", "InputOutOfRange",
 ]

@@ -129,8 +129,8 @@ class ShapeEnv:
         sym = Symbol(name or f"s{len(self.symbols)}", integer=True)
         declared = (lo if lo is not None else 0, hi)
         tracing_lo = max(2, declared[0]) if specialize else declared[0]
-        info = SymbolInfo(sym, True, hint, [source], declared, (tracing_lo, hi), size_like=True, dim_name=dim_name,
-                          kind=kind)
+        info = SymbolInfo(sym, True, hint, [source], declared, (tracing_lo, hi), size_like=True,
+                          dim_name=dim_name, kind=kind)
         if declared[0] < tracing_lo:
             info.notes.append(f"sizes {declared[0]}..{tracing_lo - 1} are allowed by the spec and assumed to behave "
                               f"like size {tracing_lo} (torch.export's 0/1 convention)")
@@ -399,7 +399,8 @@ class ShapeEnv:
         span = (None if lo is None else -((-lo) // c), None if hi is None else hi // c)
         hint = None if info.hint is None else info.hint // c
         label = f"{info.label} / {c}"
-        derived = SymbolInfo(k, info.backed, hint, [Source(label)], span, span, info.size_like, kind=info.kind)
+        derived = SymbolInfo(k, info.backed, hint, [Source(label)], span, span, info.size_like,
+                             kind=info.kind)
         self._register(derived, None)
         self.graph.add_derivation(x, k)
         self.derived[k] = FloorDiv(x, c)

@@ -40,7 +40,7 @@ class Add(torch.nn.Module):
 
 
 def test_auto_dims_adopt_the_equalities_tracing_needs():
-    """The issue's reproducer: torch exports x + y under Dim.AUTO with x.size(i) == y.size(i) as input checks."""
+    """torch exports x + y under Dim.AUTO with x.size(i) == y.size(i) as input checks; so does shapeproof."""
     spec = {"x": {0: AUTO, 1: AUTO}, "y": {0: AUTO, 1: AUTO}}
     args = (torch.randn(3, 4), torch.randn(3, 4))
     ours, theirs = shapeproof.export(Add(), args, dynamic_shapes=spec), _torch(Add(), args, spec)

@@ -77,7 +77,8 @@ def test_trace_answers_and_guard_verdicts_agree_with_brute_force(questions, span
                 # fail (it may be undefined there: eager would divide by zero too)
                 for s in lifted.free_symbols:
                     for value in range(box[s][0], box[s][1] + 1):
-                        assert any(truth(lifted, p) is not False for p in points if p[s] == value), (lifted, s, value)
+                        partners = [p for p in points if p[s] == value]
+                        assert any(truth(lifted, p) is not False for p in partners), (lifted, s, value)
             point = {by_label[k]: v for k, v in violation.counterexample.items()}
             assert all(box[s][0] <= v <= box[s][1] for s, v in point.items())
             assert truth(lifted, {**hints, **point}) is not True
