@@ -81,8 +81,9 @@ def apply_fixes(spec, fixes) -> Any:
         if "static" in kinds:
             return None
         if "equal" in kinds:
-            other = next(f.other for f in chosen if f.kind == "equal")
-            return shared.setdefault(other, _find(spec, other) or dim)
+            tie = next(f for f in chosen if f.kind == "equal")
+            root = shared.setdefault(tie.other, _find(spec, tie.other) or dim)
+            return root if (tie.scale, tie.offset) == (1, 0) else tie.scale * root + tie.offset
         lo, hi = dim.min, dim.max
         for f in chosen:
             if f.kind == "range":

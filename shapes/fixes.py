@@ -20,12 +20,12 @@ import itertools
 import math
 
 import numpy as np
-from sympy import Symbol
+from sympy import Poly, Symbol
 
 from shapeproof.solver import formula as F
 from shapeproof.solver.api import prove
 from shapeproof.solver.enumerate import holds_along
-from shapeproof.solver.terms import Mod
+from shapeproof.solver.terms import Mod, term_str
 
 __all__ = ["Fix", "suggest_fixes", "joint_fixes"]
 
@@ -42,7 +42,9 @@ class Fix:
     max: int | None = None
     modulus: int | None = None     # multiple: dim = modulus*root + remainder
     remainder: int = 0
-    other: str | None = None       # equal: the dim it must equal
+    other: str | None = None       # equal: dim == scale*other + offset (a shared Dim, or one derived from other)
+    scale: int = 1
+    offset: int = 0
     value: int | None = None       # static: the only size that works
     kept: float | None = None      # fraction of the declared range the fix keeps
 
@@ -155,16 +157,49 @@ def _as_multiple(label: str, m: int, r: int, lo, hi, declared) -> Fix:
 
 
 def _equality_fix(env, labels: dict, guard: F.Formula, syms: list[Symbol], timeout) -> list[Fix]:
-    a, b = syms
+    """``b == k*a + c`` between two dims: one shared ``Dim`` (k=1, c=0) or ``b`` derived from ``a``'s Dim.
+
+    The relation is read off the guard when it is a linear equation, and
+    offered only if it is proven equivalent to the guard over the ranges.
+    """
+    relation = _linear_relation(guard, sorted(syms, key=lambda s: env._created.get(s, 0)))
+    if relation is None:
+        return []
+    b, k, a, c = relation
     ranges = {s: env.symbols[s].range for s in syms}
-    same = F.eq(a, b)
-    if _holds(guard, ranges, facts=(same,), timeout=timeout) and _holds(same, ranges, facts=(guard,), timeout=timeout):
-        return [Fix("equal", labels[a], f"use one Dim for {labels[a]} and {labels[b]} (they must be equal)",
-                    other=labels[b])]
-    return []
+    tied = F.eq(b, k * a + c)
+    if not (_holds(guard, ranges, facts=(tied,), timeout=timeout)
+            and _holds(tied, ranges, facts=(guard,), timeout=timeout)):
+        return []
+    if (k, c) == (1, 0):
+        text = f"use one Dim for {labels[b]} and {labels[a]} (they must be equal)"
+    else:
+        derived = term_str(k * Symbol(labels[a]) + c)
+        text = f"declare {labels[b]} as a Dim derived from {labels[a]}'s: {labels[b]} = {derived}"
+    return [Fix("equal", labels[b], text, other=labels[a], scale=k, offset=c)]
 
 
-# an `assert` is not among them: its other side raises, so no split or rewrite keeps it
+def _linear_relation(guard: F.Formula, syms: list[Symbol]) -> tuple | None:
+    """``(b, k, a, c)`` with the guard reading ``b == k*a + c`` (integers k, c), deriving the newest dim
+    that has a unit coefficient; None when the guard is no such equation."""
+    if not isinstance(guard, F.Rel) or guard.op != "==":
+        return None
+    difference = guard.lhs - guard.rhs
+    if not difference.is_polynomial(*syms):
+        return None
+    poly = Poly(difference, *syms)
+    if poly.total_degree() != 1:
+        return None
+    coefficients = {s: poly.coeff_monomial(s) for s in syms}
+    constant = poly.coeff_monomial(1)
+    for b in reversed(syms):
+        (a,) = [s for s in syms if s != b]
+        q = coefficients[b]
+        if q in (1, -1) and coefficients[a] != 0:
+            return b, int(-coefficients[a] / q), a, int(-constant / q)
+    return None
+
+
 _BRANCH_WORDS = ("if ", "elif ", "while ", " if ")
 
 

@@ -190,3 +190,21 @@ def test_an_assert_on_data_becomes_a_runtime_assert():
     x = torch.randn(3)
     assert torch.equal(program.module()(x, torch.tensor([3, 1])), x + 1)
     assert _rejects(program, x, torch.tensor([0, -1]))
+
+
+class Shift(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y[1:]
+
+
+def test_two_named_dims_related_by_an_offset_get_the_derived_dim_fix_that_works():
+    """torch suggests ``dy = dx + 1``; shapeproof offers the same verified fix, and it exports."""
+    spec = {"x": {0: Dim("dx")}, "y": {0: Dim("dy")}}
+    args = (torch.randn(5), torch.randn(6))
+    with pytest.raises(ExportError) as err:
+        shapeproof.export(Shift(), args, dynamic_shapes=spec)
+    (tie,) = [f for ex in err.value.violations for f in ex.fixes if f.kind == "equal"]
+    assert (tie.dim, tie.other, tie.scale, tie.offset) == ("dy", "dx", 1, 1)
+    program = shapeproof.export(Shift(), args, dynamic_shapes=shapeproof.suggest_dynamic_shapes(err.value, spec))
+    x, y = torch.randn(9), torch.randn(10)
+    assert torch.equal(program.module()(x, y), x + y[1:])
