@@ -61,12 +61,19 @@ def _data_dependent_cause(exc: BaseException | None) -> TorchDataDependentError 
 
 
 def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dynamic_shapes=None,
-                       strategy="cascade", timeout: float = DEFAULT_TIMEOUT, split: bool = False,
+                       strict: bool = False, preserve_module_call_signature: tuple[str, ...] = (),
+                       prefer_deferred_runtime_asserts_over_guards: bool = False, strategy="cascade",
+                       timeout: float = DEFAULT_TIMEOUT, split: bool = False,
                        max_regions: int = 8) -> ExportResult:
     """Like ``export``, returning the ``ExportResult`` (program, engine, guard report, time)."""
+    if strict:
+        warnings.warn("shapeproof.export traces non-strict (strict=False): the engine decides shapes of the "
+                      "Python code as it runs", stacklevel=2)
+    options = dict(preserve_module_call_signature=preserve_module_call_signature,
+                   prefer_deferred_runtime_asserts_over_guards=prefer_deferred_runtime_asserts_over_guards)
     spec = normalize_spec(dynamic_shapes, model, args, kwargs)
     start = time.perf_counter()
-    first = trace(model, args, kwargs, spec, strategy, timeout)
+    first = trace(model, args, kwargs, spec, strategy, timeout, options)
     data_dependent = _data_dependent_cause(first.failure)
     if data_dependent is not None:
         raise data_dependent.with_traceback(None) from None
@@ -89,7 +96,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
         # without split, several programs are only usable as torch-style input checks over several dims
         single_dim = any(len(v.lifted.free_symbols) < 2 for v in report.violations)
         search = _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split,
-                         one_program_only=not split and single_dim)
+                         one_program_only=not split and single_dim, options=options)
         if search.covered and len(search.regions) == 1:
             # every trace gave this graph: the violated guards only chose between identical code paths
             set_input_checks(first)
@@ -105,7 +112,8 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
         # torch.export keeps these as input checks; other traces may show that the program serves more
         # (a check over named dims may then become the whole region of the program, hence the longer search)
         search = _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split,
-                         one_program_only=not split and not _named_relations(first.engine, report))
+                         one_program_only=not split and not _named_relations(first.engine, report),
+                         options=options)
         if search.covered and len(search.regions) == 1:
             set_input_checks(first)
             return result(first.program, search, _warn(notes))
@@ -122,10 +130,12 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
     return result(first.program, search, _warn(notes + _restriction_notes(first.engine, report, split)))
 
 
-def _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split, one_program_only):
+def _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split, one_program_only,
+            options):
     max_traces = TRACES_PER_REGION * max_regions if split else None
     return search_regions(model, args, kwargs, spec, first, strategy=strategy, timeout=timeout,
-                          max_regions=max_regions, max_traces=max_traces, one_program_only=one_program_only)
+                          max_regions=max_regions, max_traces=max_traces, one_program_only=one_program_only,
+                          options=options)
 
 
 def _warn(notes: list[str]) -> list[str]:
@@ -197,8 +207,14 @@ def _region_notes(search: RegionSearch, split: bool) -> list[str]:
 
 
 def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dynamic_shapes=None,
-           strategy="cascade", split: bool = False, max_regions: int = 8) -> ExportedProgram | SplitProgram:
+           strict: bool = False, preserve_module_call_signature: tuple[str, ...] = (),
+           prefer_deferred_runtime_asserts_over_guards: bool = False, strategy="cascade", split: bool = False,
+           max_regions: int = 8) -> ExportedProgram | SplitProgram:
     """Export ``model`` like ``torch.export.export(..., strict=False)``, proving shape guards with shapeproof.
+
+    Takes torch.export.export's arguments (``strict=True`` is traced
+    non-strict, with a warning) plus shapeproof's own: ``strategy``,
+    ``split`` and ``max_regions``.
 
     Returns torch's own ``ExportedProgram`` (save/load, ``.module()`` and
     ``run_decompositions`` work as usual).  When a guard holds on part of the
@@ -211,8 +227,11 @@ def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, d
     ``max_regions`` bounds the number of distinct programs (with ``split=True``
     the search may trace up to ``TRACES_PER_REGION`` times as often).
     """
-    return export_with_report(model, args, kwargs, dynamic_shapes=dynamic_shapes, strategy=strategy,
-                              split=split, max_regions=max_regions).program
+    deferred = prefer_deferred_runtime_asserts_over_guards
+    return export_with_report(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict,
+                              preserve_module_call_signature=preserve_module_call_signature,
+                              prefer_deferred_runtime_asserts_over_guards=deferred,
+                              strategy=strategy, split=split, max_regions=max_regions).program
 
 
 def suggest_dynamic_shapes(error: ExportError, dynamic_shapes):

@@ -200,15 +200,20 @@ def _engine_term(torch_env: EngineShapeEnv, expr: Expr) -> Expr | None:
     return expr.xreplace({s: torch_env.symbol_map[s] for s in expr.free_symbols})
 
 
-def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout: float) -> Trace:
-    """Export once with the engine deciding shapes; never raises for shape reasons (the caller decides)."""
+def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout: float,
+          options: dict | None = None) -> Trace:
+    """Export once with the engine deciding shapes; never raises for shape reasons (the caller decides).
+
+    ``options`` are torch.export.export's own keyword arguments, passed through.
+    """
     engine = ShapeEnv(strategy=strategy, timeout=timeout)
     context, torch_env = engine_tracing(engine, dim_specs(spec))
     start = time.perf_counter()
     program, failure = None, None
     with context:
         try:
-            program = torch.export.export(model, args, kwargs, dynamic_shapes=spec, strict=False)
+            program = torch.export.export(model, args, kwargs, dynamic_shapes=spec, strict=False,
+                                          **(options or {}))
         except Exception as exc:  # judged by the caller: shape violation, data-dependent error or model error
             failure = exc
     report = engine.produce_guards()
@@ -259,8 +264,8 @@ def inputs_at(model, args: tuple, kwargs: dict | None, sizes: dict[str, int]) ->
 # ---------------------------------------------------------------------------- the search
 
 def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, timeout: float,
-                   max_regions: int, max_traces: int | None = None, one_program_only: bool = False
-                   ) -> RegionSearch:
+                   max_regions: int, max_traces: int | None = None, one_program_only: bool = False,
+                   options: dict | None = None) -> RegionSearch:
     """Trace at points outside the regions found so far until they cover the declared ranges.
 
     With ``one_program_only`` the search stops at the second distinct graph
@@ -299,7 +304,7 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
                              f"{', '.join(tied)} to other dims")
             break
         new_args, new_kwargs = inputs_at(model, args, kwargs, input_sizes(first.sizes, point))
-        found = trace(model, new_args, new_kwargs, spec, strategy, timeout)
+        found = trace(model, new_args, new_kwargs, spec, strategy, timeout, options)
         search.traces.append(found)
         if found.program is None:
             search.reason = (f"at {_point_str(found.point)} the model itself cannot be traced: "

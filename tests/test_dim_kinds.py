@@ -208,3 +208,23 @@ def test_two_named_dims_related_by_an_offset_get_the_derived_dim_fix_that_works(
     program = shapeproof.export(Shift(), args, dynamic_shapes=shapeproof.suggest_dynamic_shapes(err.value, spec))
     x, y = torch.randn(9), torch.randn(10)
     assert torch.equal(program.module()(x, y), x + y[1:])
+
+
+def test_export_takes_torch_exports_keyword_arguments():
+    """A drop-in takes torch.export.export's signature: strict, preserve_module_call_signature and
+    prefer_deferred_runtime_asserts_over_guards reach torch (strict=True is traced non-strict, with a warning)."""
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.inner(x).relu()
+
+    args, spec = (torch.randn(3, 4),), {"x": {0: AUTO}}
+    with pytest.warns(UserWarning, match="non-strict"):
+        program = shapeproof.export(Outer(), args, dynamic_shapes=spec, strict=True,
+                                    preserve_module_call_signature=("inner",),
+                                    prefer_deferred_runtime_asserts_over_guards=True)
+    preserved = {e.fqn: e.signature is not None for e in program.module_call_graph}
+    assert preserved == {"": True, "inner": True}      # without the option, inner has no signature
