@@ -134,7 +134,7 @@ def ge(a, b) -> Formula: return rel(">=", a, b)
 
 
 def _connective(cls, absorbing: Const, identity: Const, args: Iterable[Formula]) -> Formula:
-    flat: list[Formula] = []
+    flat: dict[Formula, None] = {}          # ordered and deduplicated in linear time
     for arg in args:
         if not isinstance(arg, Formula):
             raise TypeError(f"not a condition: {arg!r}")
@@ -142,11 +142,12 @@ def _connective(cls, absorbing: Const, identity: Const, args: Iterable[Formula])
         for part in parts:
             if part == absorbing:
                 return absorbing  # Kleene: false-and-anything is false, true-or-anything is true
-            if part != identity and part not in flat:
-                flat.append(part)
+            if part != identity:
+                flat[part] = None
     if not flat:
         return identity
-    return flat[0] if len(flat) == 1 else cls(tuple(flat))
+    items = tuple(flat)
+    return items[0] if len(items) == 1 else cls(items)
 
 
 def conj(*args: Formula) -> Formula:
@@ -197,6 +198,9 @@ def formula_str(f: Formula) -> str:
     """Python-syntax text that ``shapeproof.solver.parse`` reads back to an equal formula."""
     if isinstance(f, Const):
         return "True" if f.value else "False"
+    if isinstance(f, Rel) and getattr(f.lhs, "is_float_comparison", False) and f.rhs == 0 and f.op in ("==", "!="):
+        text = term_str(f.lhs)[1:-1]            # a comparison with a float side (floats.compare_float)
+        return text if f.op == "!=" else f"not ({text})"
     if isinstance(f, Rel):
         # Divisors that sympy cancelled out of the terms are printed as ``0*(0 // d)``
         # so that the text, read back, carries the same definedness condition.
