@@ -215,10 +215,21 @@ class _Vectorized:
             with np.errstate(over="ignore"):
                 holds = np.broadcast_to(f.holds_for(lhs - rhs), (size,))
             return defined & holds, defined & ~holds
-        parts = [self.truth(a, size) for a in f.args]
-        if isinstance(f, F.And):
-            return np.logical_and.reduce([p[0] for p in parts]), np.logical_or.reduce([p[1] for p in parts])
-        return np.logical_or.reduce([p[0] for p in parts]), np.logical_and.reduce([p[1] for p in parts])
+        # Python's left-to-right and/or: a later operand decides only where the earlier ones let it.
+        stop_true = isinstance(f, F.Or)
+        decided_true, decided_false = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
+        going = np.ones(size, dtype=bool)
+        for a in f.args:
+            t, fl = self.truth(a, size)
+            if stop_true:
+                decided_true |= going & t
+                going = going & fl
+            else:
+                decided_false |= going & fl
+                going = going & t
+        if stop_true:
+            return decided_true, going
+        return going, decided_false
 
 
 class EnumerateStrategy(Strategy):

@@ -135,7 +135,7 @@ def evaluate_term(term: Expr, point: Mapping) -> int:
 
 
 def truth(f: F.Formula, env: Mapping[Symbol, int], memo: dict | None = None) -> bool | None:
-    """Kleene truth value of ``f``: True, False, or None where it is undefined."""
+    """Python's truth value of ``f``: True, False, or None where evaluating it raises."""
     memo = {} if memo is None else memo
     if isinstance(f, F.Const):
         return f.value
@@ -146,12 +146,14 @@ def truth(f: F.Formula, env: Mapping[Symbol, int], memo: dict | None = None) -> 
             return f.holds_for(_eval(f.lhs, env, memo) - _eval(f.rhs, env, memo))
         except Undefined:
             return None
-    values = [truth(a, env, memo) for a in f.args]
-    if isinstance(f, F.And):
-        return False if False in values else (True if all(values) else None)
-    if isinstance(f, F.Or):
-        return True if True in values else (False if all(v is False for v in values) else None)
-    raise TypeError(f"not a condition: {f!r}")
+    if not isinstance(f, (F.And, F.Or)):
+        raise TypeError(f"not a condition: {f!r}")
+    stop = isinstance(f, F.Or)          # Python's left-to-right ``or`` stops at True, ``and`` at False
+    for a in f.args:
+        value = truth(a, env, memo)
+        if value is None or value is stop:
+            return value
+    return not stop
 
 
 def holds(f: F.Formula, point: Mapping) -> bool:

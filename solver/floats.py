@@ -38,7 +38,7 @@ __all__ = [
     "FloatTerm", "ToFloat", "FloatConst", "IntTrueDiv", "FAdd", "FSub", "FMul", "FDiv", "FFloorDiv", "FMod",
     "FNeg", "FloorToInt", "CeilToInt", "TruncToInt", "FloatLt", "FloatLe", "FloatEq", "Defined",
     "FLOAT_WRAPPERS", "ROUNDING", "COMPARISONS", "is_float", "has_floats", "float_const", "to_float",
-    "float_binop", "true_div", "round_float", "compare_float", "keep_defined",
+    "float_binop", "true_div", "round_float", "compare_float", "prune_defined",
 ]
 
 
@@ -49,6 +49,7 @@ class FloatTerm(Expr):
     is_commutative = True
     __slots__ = ()
     symbol_text = ""
+    may_raise = True            # ZeroDivisionError, OverflowError: see formula.may_raise
 
     def _sympystr(self, printer) -> str:
         a, b = self.args
@@ -109,6 +110,7 @@ class _Wrapper(_IntNode):
     """An integer-valued node over float operands."""
 
     function = ""
+    may_raise = True
 
     def __new__(cls, *args):
         return Expr.__new__(cls, *args)
@@ -211,17 +213,12 @@ def compare_float(op: str, a: Expr, b: Expr, divisors=frozenset()) -> F.Formula:
     return F.rel("==" if op == "!=" else "!=", node, Integer(0), divisors)
 
 
-def keep_defined(created, lhs: Expr, rhs: Expr) -> frozenset:
-    """``Defined`` markers for the float wrappers in ``created`` that sympy cancelled out of both sides.
+def prune_defined(divs, lhs: Expr, rhs: Expr) -> frozenset:
+    """A relation's divisors: ``Defined(w)`` markers are kept only for wrappers sympy cancelled out.
 
-    ``math.floor(x / y) - math.floor(x / y)`` is 0 but still raises at ``y == 0``.
+    Builders add ``Defined(w)`` for every float wrapper ``w`` they create; where ``w`` is still in a
+    side, evaluating the side already raises where ``w`` does.  ``math.floor(x / y) - math.floor(x / y)``
+    is 0 but still raises at ``y == 0``.
     """
     present = set(iter_nodes(lhs)) | set(iter_nodes(rhs))
-    return frozenset(Defined(w) for w in created if w not in present)
-
-
-def wrappers(e: Expr) -> frozenset:
-    """The float wrappers in ``e`` (what ``keep_defined`` watches)."""
-    return frozenset(n for n in iter_nodes(e) if isinstance(n, _Wrapper) and not isinstance(n, Defined))
-
-
+    return frozenset(d for d in divs if not (isinstance(d, Defined) and d.args[0] in present))

@@ -33,7 +33,7 @@ from sympy import Expr, Integer
 
 from . import floats as FL
 from . import formula as F
-from .size import SizeOf
+from .size import Size, SizeOf
 from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, symbol
 
 __all__ = ["ParseError", "parse", "parse_condition", "parse_term", "Limits"]
@@ -118,8 +118,8 @@ def _tokenize(text: str) -> list[_Tok]:
 class _Num:
     """A number: an integer term, or a float term (``floats.py``) when ``real``.
 
-    ``divs`` holds the divisors that must be nonzero, and the float wrappers built on the way
-    (``floats.keep_defined`` turns those that cancel into ``Defined`` markers).
+    ``divs`` holds the divisors that must be nonzero, and a ``Defined`` marker for each float
+    wrapper built on the way (``floats.prune_defined`` keeps those whose wrapper cancelled).
     """
 
     expr: Expr
@@ -144,10 +144,7 @@ def _nonzero(divisor: Expr) -> frozenset:
     return frozenset() if divisor.is_Integer and divisor != 0 else frozenset({divisor})
 
 
-def _rel_divisors(divs: frozenset, lhs: Expr, rhs: Expr) -> frozenset:
-    """The divisors of a relation: integer divisors kept, float wrappers kept only if cancelled."""
-    created = [d for d in divs if isinstance(d, FL.FLOAT_WRAPPERS)]
-    return frozenset(d for d in divs if not isinstance(d, FL.FLOAT_WRAPPERS)) | FL.keep_defined(created, lhs, rhs)
+_rel_divisors = FL.prune_defined
 
 
 # ---------------------------------------------------------------------------
@@ -396,7 +393,9 @@ class _Parser:
         """``f1 * f2 * ...``: integer factors multiplied in one step, float ones in Python's order."""
         divs = _merge(*factors)
         if not any(f.real for f in factors):
-            return _Num(self.checked(sympy.Mul(*(f.expr for f in factors)), pos), divs)
+            exprs = [f.expr for f in factors]
+            self.check_size(self.size.of_product(exprs), pos)      # before sympy multiplies anything
+            return _Num(self.checked(sympy.Mul(*exprs), pos), divs)
         acc, ints = None, []
         for f in factors:
             if acc is None and not f.real:
@@ -560,15 +559,17 @@ class _Parser:
 
     def checked(self, expr: Expr, pos: int) -> Expr:
         """``expr`` if its expansion stays within the limits, else a ParseError (nothing is expanded)."""
-        size = self.size(expr)
-        limits = self.limits
-        if size.monomials > limits.max_monomials or size.degree > limits.max_degree \
-                or size.bits > limits.max_coefficient_bits:
-            raise ParseError(f"the expression is too large to reason about (expanded it has up to {size.monomials}"
-                             f" terms of degree {size.degree}; the limits are {limits.max_monomials} terms, "
-                             f"degree {limits.max_degree} and {limits.max_coefficient_bits}-bit coefficients)",
-                             self.text, pos)
+        self.check_size(self.size(expr), pos)
         return expr
+
+    def check_size(self, size: Size, pos: int) -> None:
+        limits = self.limits
+        for what, value, limit in (("terms", size.monomials, limits.max_monomials),
+                                   ("degree", size.degree, limits.max_degree),
+                                   ("coefficient bits", round(size.bits), limits.max_coefficient_bits)):
+            if value > limit:
+                raise ParseError(f"the expression is too large to reason about: expanded, it would have "
+                                 f"{what} up to {value}, and the limit is {limit}", self.text, pos)
 
     def divide(self, a, b, pos: int) -> _Num:
         a, b = self.number(a, pos), self.number(b, pos)
@@ -594,7 +595,7 @@ class _Parser:
         if not n.real:
             return n
         node = FL.round_float(kind, n.expr)
-        return _Num(node, n.divs | {node})
+        return _Num(node, n.divs | {FL.Defined(node)})
 
     def power(self, base, exponent, pos: int) -> _Num:
         base, exponent = self.number(base, pos), self.number(exponent, pos)

@@ -51,17 +51,23 @@ class SizeOf:
             cached = self.memo[e] = self._compute(e)
         return cached
 
+    def of_sum(self, terms) -> Size:
+        parts = [self(a) for a in terms]
+        return Size(min(_CAP, sum(p.monomials for p in parts)), max(p.degree for p in parts),
+                    max(p.bits for p in parts) + math.log2(len(parts)))
+
+    def of_product(self, factors) -> Size:
+        parts = [self(a) for a in factors]
+        count = 1
+        for p in parts:
+            count = min(_CAP, count * p.monomials)
+        return Size(count, sum(p.degree for p in parts), sum(p.bits for p in parts))
+
     def _compute(self, e: Expr) -> Size:
         if isinstance(e, sympy.Add):
-            parts = [self(a) for a in e.args]
-            return Size(min(_CAP, sum(p.monomials for p in parts)), max(p.degree for p in parts),
-                        max(p.bits for p in parts) + math.log2(len(parts)))
+            return self.of_sum(e.args)
         if isinstance(e, sympy.Mul):
-            parts = [self(a) for a in e.args]
-            count = 1
-            for p in parts:
-                count = min(_CAP, count * p.monomials)
-            return Size(count, sum(p.degree for p in parts), sum(p.bits for p in parts))
+            return self.of_product(e.args)
         if isinstance(e, sympy.Pow) and e.args[1].is_Integer and e.args[1] >= 0:
             base, k = self(e.args[0]), int(e.args[1])
             count = _CAP if k > _CAP else _binomial_capped(base.monomials + k - 1, k)

@@ -66,3 +66,32 @@ def test_a_symbol_a_fact_introduced_keeps_its_range_through_rewriting():
 def test_digits_outside_ascii_are_bad_input(text):
     with pytest.raises(ParseError):
         prove(text, ranges={"T": (1, 10)})
+
+
+def test_pythons_left_to_right_or_raises_before_it_reaches_a_true_operand():
+    """``x // y == 1 or y == 0`` raises at y == 0 in Python, so it is not proven (Kleene logic said it was)."""
+    v = prove("x // y == 1 or y == 0", ranges={"x": (1, 1), "y": (0, 1)})
+    assert v.status is Status.REFUTED and v.counterexample == {"x": 1, "y": 0}
+    assert prove("y == 0 or x // y == x", ranges={"x": (1, 5), "y": (0, 1)}).proven
+    assert not prove("x // y == x or True", ranges={"x": (1, 5), "y": (0, 1)}).proven
+
+
+@pytest.mark.parametrize("text,ranges", [
+    ("1/(x/y) > 0", {"x": (1, 5), "y": (1, 5)}),
+    ("T*((2**64)**64)**4 > 0", {"T": (1, 5)}),
+    ("T < 0." + "1" * 4400, {"T": (1, 5)}),
+    ("(a+b+c+d+1)**64 > 0", {}),
+    ("((((T**64)**64)**64)**64) > 0", {}),
+    ("((T+1)**64)**64 > 0", {}),
+    (" + ".join(f"x{i}" for i in range(2000)) + " > 0", {}),
+    ("*".join(["T"] * 30000) + " > 0", {}),
+    ("T" + " + T" * 5000 + " > 0", {"T": (1, None)}),
+    (" and ".join(f"x{i} > {i}" for i in range(3000)), {}),
+])
+def test_hostile_guards_end_within_the_budget_with_a_verdict_or_a_parse_error(text, ranges):
+    start = time.perf_counter()
+    try:
+        prove(text, ranges=ranges, timeout=2)
+    except ParseError:
+        pass
+    assert time.perf_counter() - start < 2 * 2 + 1

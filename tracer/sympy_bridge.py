@@ -117,7 +117,7 @@ class _Converter:
         if not FL.is_float(v):
             return v
         node = FL.round_float(kind, v)
-        self.divisors.add(node)
+        self.divisors.add(FL.Defined(node))
         return node
 
     # -- conditions -----------------------------------------------------------------
@@ -139,8 +139,7 @@ class _Converter:
             own = frozenset(self.divisors)
         finally:
             self.divisors = outer | self.divisors
-        created = [d for d in own if isinstance(d, FL.FLOAT_WRAPPERS)]
-        divs = frozenset(d for d in own if not isinstance(d, FL.FLOAT_WRAPPERS)) | FL.keep_defined(created, lhs, rhs)
+        divs = FL.prune_defined(own, lhs, rhs)
         if FL.is_float(lhs) or FL.is_float(rhs):
             return FL.compare_float(op, lhs, rhs, divs)
         return F.rel(op, lhs, rhs, divs)
