@@ -48,7 +48,7 @@ def _safe(divisor: np.ndarray) -> np.ndarray:
 
 
 class _Vectorized:
-    """Evaluates terms and Kleene truth values over arrays of points, exactly or not at all.
+    """Evaluates terms and truth values (Python's and/or) over arrays of points, exactly or not at all.
 
     int64 ``+ - *`` are exact modulo 2**64, so a polynomial whose true value fits
     comes out right even if a partial result wrapped; only values read by

@@ -177,7 +177,7 @@ def disj(*args: Formula) -> Formula:
 
 
 def neg(f: Formula) -> Formula:
-    """Negation in normal form (De Morgan and relation flipping are exact in Kleene logic)."""
+    """Negation in normal form (De Morgan, order kept, and relation flipping are exact in Python's logic)."""
     if isinstance(f, Const):
         return FALSE if f.value else TRUE
     if isinstance(f, Rel):
