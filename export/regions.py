@@ -20,7 +20,6 @@ size-1 edge in two dims takes four traces even when it needs two programs).
 from __future__ import annotations
 
 import inspect
-import re
 import time
 from dataclasses import dataclass, field
 
@@ -32,7 +31,8 @@ from shapeproof.solver import formula as F
 from shapeproof.solver.api import prove, simplify
 from shapeproof.solver.bounds import Bounds
 from shapeproof.solver.evaluate import evaluate_term, truth
-from shapeproof.solver.terms import CeilDiv, FloorDiv, divisors, iter_nodes, symbol
+from shapeproof.solver.guard_code import guard_code
+from shapeproof.solver.terms import divisors, symbol
 from shapeproof.tracer.engine_env import EngineShapeEnv, engine_tracing
 from shapeproof.tracer.torch_internals import EXPORTED_PROGRAM_GUARDS_ATTRIBUTE
 from sympy import Expr, Symbol
@@ -429,11 +429,4 @@ def python_guard(predicate: F.Formula, sources: dict[Symbol, str]) -> str | None
     """
     if not predicate.free_symbols <= sources.keys():
         return None
-    ceil = {n: -FloorDiv(-n.args[0], n.args[1]) for r in F.relations(predicate)
-            for side in (r.lhs, r.rhs) for n in iter_nodes(side) if isinstance(n, CeilDiv)}
-    placeholders = {var: symbol(f"_v{i}") for i, var in enumerate(sorted(sources, key=str))}
-    text = str(F.substitute(F.substitute(predicate, ceil), placeholders))
-    text = text.replace("Min(", "min(").replace("Max(", "max(")
-    for var, ph in placeholders.items():
-        text = re.sub(rf"\b{ph.name}\b", lambda _m, src=sources[var]: f"({src})", text)
-    return text
+    return guard_code(predicate, sources)

@@ -46,13 +46,13 @@ def prove(goal, ranges: Mapping | None = None, facts: Iterable = (), strategy="c
     >>> v.status.value, v.counterexample
     ('refuted', {'T': 4})
     """
-    problem = Problem.build(goal, ranges, facts)
-    deadline = Deadline(timeout)
+    deadline = Deadline(timeout)              # the budget covers reading the guard too
     if isinstance(strategy, str):
         try:
             strategy = STRATEGIES[strategy]
         except KeyError:
             raise ValueError(f"unknown strategy {strategy!r}; choose one of {sorted(STRATEGIES)}") from None
+    problem = Problem.build(goal, ranges, facts)
     if isinstance(strategy, Cascade):
         return strategy(problem, deadline)
     if isinstance(strategy, Strategy):

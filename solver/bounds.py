@@ -15,6 +15,7 @@ from typing import Mapping, NamedTuple, Optional
 import sympy
 from sympy import Expr, Symbol
 
+from . import floats as FL
 from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv
 
 __all__ = ["Interval", "INF", "bound", "Bounds", "point_interval"]
@@ -158,6 +159,9 @@ class Bounds:
     def _compute(self, term: Expr) -> Maybe:
         if isinstance(term, Symbol):
             return self.box.get(term, EVERYTHING)
+        if isinstance(term, FL.FLOAT_WRAPPERS):     # float sub-expressions are bounded only loosely
+            return Interval(0, 1) if isinstance(term, FL.COMPARISONS) else (
+                Interval(1, 1) if isinstance(term, FL.Defined) else EVERYTHING)
         parts = [self(a) for a in term.args]
         if any(p is None for p in parts):
             return None

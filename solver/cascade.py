@@ -60,6 +60,8 @@ class Cascade:
             if deadline.expired():
                 reasons.append("out of time")
                 break
+            if problem.has_floats and not stage.decides_floats:
+                continue            # float nodes that are not exact in doubles: only enumeration evaluates them
             budget = self._budget(i, problem, deadline) if stage.open_ended else deadline
             verdict = run(stage, problem, budget)
             if verdict.decided:
@@ -70,6 +72,9 @@ class Cascade:
                         self._cache.popitem(last=False)
                 return result
             reasons.append(f"{stage.name}: {verdict.reason}")
+        if problem.has_floats:
+            reasons.insert(0, "float arithmetic that is not exact in doubles over the ranges (only enumeration "
+                              "evaluates it)")
         return Verdict(Status.UNKNOWN, self.name, time.perf_counter() - start, "; ".join(reasons))
 
     def _budget(self, i: int, problem: Problem, deadline: Deadline) -> Deadline:

@@ -8,6 +8,13 @@ less than an SMT call (measured in ../shared/research).  numpy's ``//`` and
 ``%`` on integers follow Python's floor semantics; division by zero is masked
 out through the relation's divisors.  Where a value that matters could leave
 int64 the box is refused (UNKNOWN) rather than decided from wrapped values.
+
+Float nodes (``floats.py``) are evaluated in numpy float64, which is IEEE
+double arithmetic as Python's floats are; a lane where Python would raise
+(division by zero) is undefined, and the box is refused where a float would
+not be finite, where an int converted to float or compared with a float
+exceeds 2**53 (Python's int/float rules differ from numpy's there), or where a
+rounded value leaves int64.
 """
 from __future__ import annotations
 
@@ -15,14 +22,20 @@ import numpy as np
 import sympy
 from sympy import Expr, Symbol
 
+from . import floats as FL
 from . import formula as F
 from .problem import Deadline, Problem
 from .strategy import Outcome, Strategy, proven, refuted, unknown
-from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv
+from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, iter_nodes
 
 __all__ = ["EnumerateStrategy", "holds_along"]
 
 _SAFE_MAGNITUDE = 2.0 ** 62      # half of int64's range: room for float rounding in the magnitude shadow
+_EXACT_FLOAT = 2 ** 53           # ints up to here convert to float64 exactly
+_FLOAT_BINARY = {FL.FAdd: np.add, FL.FSub: np.subtract, FL.FMul: np.multiply, FL.FDiv: np.true_divide,
+                 FL.FFloorDiv: np.floor_divide, FL.FMod: np.remainder}   # numpy's // and % on floats are Python's
+_ROUNDING = {FL.FloorToInt: np.floor, FL.CeilToInt: np.ceil, FL.TruncToInt: np.trunc}
+_COMPARE = {FL.FloatLt: np.less, FL.FloatLe: np.less_equal, FL.FloatEq: np.equal}
 _RING = (sympy.Add, sympy.Mul, sympy.Pow)
 
 
@@ -35,7 +48,7 @@ def _safe(divisor: np.ndarray) -> np.ndarray:
 
 
 class _Vectorized:
-    """Evaluates terms and Kleene truth values over arrays of points, exactly or not at all.
+    """Evaluates terms and truth values (Python's and/or) over arrays of points, exactly or not at all.
 
     int64 ``+ - *`` are exact modulo 2**64, so a polynomial whose true value fits
     comes out right even if a partial result wrapped; only values read by
@@ -51,6 +64,8 @@ class _Vectorized:
     def __init__(self, env: dict[Symbol, np.ndarray]):
         self.env = env
         self.memo: dict[Expr, tuple] = {}
+        self.float_memo: dict[Expr, tuple] = {}
+        self.bad: dict[Expr, np.ndarray] = {}       # float wrapper -> lanes where Python raises
 
     def term(self, t: Expr):
         """Exact int64 value of ``t`` (raises ``_Overflow`` if it may not fit)."""
@@ -75,6 +90,9 @@ class _Vectorized:
             return value, np.abs(value.astype(np.float64))
         if isinstance(t, _RING):
             return self._ring(t)
+        if isinstance(t, FL.FLOAT_WRAPPERS):
+            value = self._wrapper(t)
+            return value, np.abs(value.astype(np.float64))
         args = [self.term(a) for a in t.args]
         value = self._division_or_choice(t, args)
         return value, np.abs(np.asarray(value).astype(np.float64))
@@ -93,6 +111,73 @@ class _Vectorized:
                 else:
                     value, magnitude = value * v, magnitude * m
         return value, magnitude
+
+    # -- float nodes ------------------------------------------------------------------
+    def _bad_in(self, t: Expr):
+        """Lanes where a float wrapper inside the integer term ``t`` is undefined."""
+        bad = False
+        for node in iter_nodes(t):
+            if isinstance(node, FL.FLOAT_WRAPPERS):
+                if node not in self.bad:
+                    self.term(node)
+                bad = bad | self.bad[node]
+        return bad
+
+    def _exact_int(self, t: Expr):
+        """An int term as float64 with its undefined lanes; refused beyond 2**53 (not converted exactly)."""
+        value, magnitude = self._pair(t)
+        if not np.all(magnitude <= _EXACT_FLOAT):
+            raise _Overflow(t)
+        return np.asarray(value).astype(np.float64), self._bad_in(t)
+
+    def _float(self, f: Expr):
+        """``(float64 values, undefined lanes)`` of a float term or an int operand of a comparison."""
+        if not isinstance(f, FL.FloatTerm):
+            return self._exact_int(f)
+        cached = self.float_memo.get(f)
+        if cached is None:
+            cached = self.float_memo[f] = self._float_compute(f)
+        return cached
+
+    def _float_compute(self, f: Expr):
+        with np.errstate(all="ignore"):
+            if isinstance(f, FL.FloatConst):
+                return np.float64(f.value), False
+            if isinstance(f, FL.ToFloat):
+                return np.asarray(self.term(f.args[0])).astype(np.float64), self._bad_in(f.args[0])
+            if isinstance(f, FL.FNeg):
+                value, bad = self._float(f.args[0])
+                return -value, bad
+            if isinstance(f, FL.IntTrueDiv):
+                (a, bad_a), (b, bad_b) = self._exact_int(f.args[0]), self._exact_int(f.args[1])
+            else:
+                (a, bad_a), (b, bad_b) = self._float(f.args[0]), self._float(f.args[1])
+            bad = bad_a | bad_b
+            if isinstance(f, (FL.IntTrueDiv, FL.FDiv, FL.FFloorDiv, FL.FMod)):
+                zero = b == 0
+                bad = bad | zero
+                b = np.where(zero, 1.0, b)
+            value = (np.true_divide if isinstance(f, FL.IntTrueDiv) else _FLOAT_BINARY[type(f)])(a, b)
+        if not np.all(np.isfinite(value) | bad):
+            raise _Overflow(f)
+        return value, bad
+
+    def _wrapper(self, node: Expr):
+        if isinstance(node, FL.Defined):
+            self.term(node.args[0])
+            self.bad[node] = self.bad[node.args[0]]
+            return np.ones(1, dtype=np.int64)
+        if type(node) in _COMPARE:
+            (x, bad_x), (y, bad_y) = self._float(node.args[0]), self._float(node.args[1])
+            self.bad[node] = bad_x | bad_y
+            return np.asarray(_COMPARE[type(node)](x, y)).astype(np.int64)
+        value, bad = self._float(node.args[0])
+        with np.errstate(all="ignore"):
+            rounded = _ROUNDING[type(node)](value)
+            if not np.all((np.abs(rounded) < _SAFE_MAGNITUDE) | bad):
+                raise _Overflow(node)
+            self.bad[node] = bad
+            return np.asarray(np.where(bad, 0.0, rounded)).astype(np.int64)
 
     @staticmethod
     def _division_or_choice(t: Expr, args):
@@ -122,21 +207,36 @@ class _Vectorized:
             for d in f.divisors:
                 defined &= np.broadcast_to(self.term(d) != 0, (size,))
             (lhs, lhs_mag), (rhs, rhs_mag) = self._pair(f.lhs), self._pair(f.rhs)
+            if self.bad:
+                for t in (f.lhs, f.rhs, *f.divisors):
+                    defined &= ~np.broadcast_to(self._bad_in(t), (size,))
             if not np.all(lhs_mag + rhs_mag < _SAFE_MAGNITUDE):
                 raise _Overflow(f)
             with np.errstate(over="ignore"):
                 holds = np.broadcast_to(f.holds_for(lhs - rhs), (size,))
             return defined & holds, defined & ~holds
-        parts = [self.truth(a, size) for a in f.args]
-        if isinstance(f, F.And):
-            return np.logical_and.reduce([p[0] for p in parts]), np.logical_or.reduce([p[1] for p in parts])
-        return np.logical_or.reduce([p[0] for p in parts]), np.logical_and.reduce([p[1] for p in parts])
+        # Python's left-to-right and/or: a later operand decides only where the earlier ones let it.
+        stop_true = isinstance(f, F.Or)
+        decided_true, decided_false = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
+        going = np.ones(size, dtype=bool)
+        for a in f.args:
+            t, fl = self.truth(a, size)
+            if stop_true:
+                decided_true |= going & t
+                going = going & fl
+            else:
+                decided_false |= going & fl
+                going = going & t
+        if stop_true:
+            return decided_true, going
+        return going, decided_false
 
 
 class EnumerateStrategy(Strategy):
     """Exhaustive check of boxes up to ``max_points`` points."""
 
     name = "enumerate"
+    decides_floats = True
 
     def __init__(self, max_points: int = 4_000_000, chunk: int = 1 << 16):
         self.max_points = max_points

@@ -1,11 +1,15 @@
 """Boolean conditions over integer terms: relations and connectives.
 
-Semantics are three-valued (Kleene's strong logic) because a term may divide
-by zero.  A relation is *undefined* where one of its divisors is zero; ``and``
-is false as soon as one side is defined and false, ``or`` is true as soon as
-one side is defined and true, and ``not`` swaps true and false.  A condition
+Semantics are three-valued because a term may divide by zero, and they are
+Python's: ``and``/``or`` evaluate left to right and stop at the first operand
+that decides (McCarthy's logic), so an undefined operand makes the whole
+undefined exactly when Python would raise there.  A relation is *undefined*
+where one of its divisors is zero (or a float node raises); ``a and b`` is
+false when ``a`` is false, ``a or b`` true when ``a`` is true, otherwise each is
+``b``'s value once ``a`` is defined; ``not`` swaps true and false.  A condition
 *holds* at a point only when it is defined and true there; a guard is proven
-when it holds at every point in range where the facts hold.
+when it holds at every point in range where the facts hold.  Operand order is
+kept by every constructor (De Morgan keeps it too).
 
 Formulas are kept in negation normal form: ``neg`` pushes negation into
 relations (``not a < b`` is ``a >= b``, same divisors), so only ``Rel``,
@@ -19,12 +23,12 @@ from typing import Iterable, Iterator
 import sympy
 from sympy import Expr, Integer, Symbol
 
-from .terms import as_term, divisors, term_str
+from .terms import as_term, divisors, iter_nodes, term_str
 
 __all__ = [
     "Formula", "Rel", "And", "Or", "Const", "TRUE", "FALSE",
     "rel", "eq", "ne", "lt", "le", "gt", "ge", "conj", "disj", "neg", "iff",
-    "relations", "formula_str", "substitute",
+    "relations", "formula_str", "substitute", "may_raise",
 ]
 
 NEGATED = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
@@ -134,19 +138,34 @@ def ge(a, b) -> Formula: return rel(">=", a, b)
 
 
 def _connective(cls, absorbing: Const, identity: Const, args: Iterable[Formula]) -> Formula:
-    flat: list[Formula] = []
+    flat: dict[Formula, None] = {}          # ordered and deduplicated in linear time
     for arg in args:
         if not isinstance(arg, Formula):
             raise TypeError(f"not a condition: {arg!r}")
         parts = arg.args if isinstance(arg, cls) else (arg,)
         for part in parts:
             if part == absorbing:
-                return absorbing  # Kleene: false-and-anything is false, true-or-anything is true
-            if part != identity and part not in flat:
-                flat.append(part)
-    if not flat:
+                # Python stops here, but only after evaluating what came before, which may raise:
+                # ``a or True`` is ``a or not a`` (true wherever ``a`` is defined).
+                if not any(may_raise(p) for p in flat):
+                    return absorbing
+                before = _build(cls, identity, tuple(flat))
+                return cls((*before.args, neg(before))) if isinstance(before, cls) else cls((before, neg(before)))
+            if part != identity:
+                flat[part] = None
+    return _build(cls, identity, tuple(flat))
+
+
+def _build(cls, identity: Const, items: tuple) -> Formula:
+    if not items:
         return identity
-    return flat[0] if len(flat) == 1 else cls(tuple(flat))
+    return items[0] if len(items) == 1 else cls(items)
+
+
+def may_raise(f: Formula) -> bool:
+    """Whether ``f`` can be undefined somewhere (a divisor, or a float node that can raise)."""
+    return any(r.divisors or any(getattr(n, "may_raise", False) for t in (r.lhs, r.rhs) for n in iter_nodes(t))
+               for r in relations(f))
 
 
 def conj(*args: Formula) -> Formula:
@@ -158,7 +177,7 @@ def disj(*args: Formula) -> Formula:
 
 
 def neg(f: Formula) -> Formula:
-    """Negation in normal form (De Morgan and relation flipping are exact in Kleene logic)."""
+    """Negation in normal form (De Morgan, order kept, and relation flipping are exact in Python's logic)."""
     if isinstance(f, Const):
         return FALSE if f.value else TRUE
     if isinstance(f, Rel):
@@ -197,6 +216,9 @@ def formula_str(f: Formula) -> str:
     """Python-syntax text that ``shapeproof.solver.parse`` reads back to an equal formula."""
     if isinstance(f, Const):
         return "True" if f.value else "False"
+    if isinstance(f, Rel) and getattr(f.lhs, "is_float_comparison", False) and f.rhs == 0 and f.op in ("==", "!="):
+        text = term_str(f.lhs)[1:-1]            # a comparison with a float side (floats.compare_float)
+        return text if f.op == "!=" else f"not ({text})"
     if isinstance(f, Rel):
         # Divisors that sympy cancelled out of the terms are printed as ``0*(0 // d)``
         # so that the text, read back, carries the same definedness condition.

@@ -38,7 +38,7 @@ def relation_truth(r: F.Rel, bounds: Bounds) -> tuple[bool, bool]:
 
 
 def box_truth(f: F.Formula, bounds: Bounds) -> tuple[bool, bool]:
-    """(holds at every point of the box, holds at no point), Kleene-style."""
+    """(holds at every point of the box, holds at no point), with Python's left-to-right and/or."""
     if isinstance(f, F.Const):
         return f.value, not f.value
     if isinstance(f, F.Rel):
@@ -46,7 +46,19 @@ def box_truth(f: F.Formula, bounds: Bounds) -> tuple[bool, bool]:
     parts = [box_truth(a, bounds) for a in f.args]
     if isinstance(f, F.And):
         return all(p[0] for p in parts), any(p[1] for p in parts)
-    return any(p[0] for p in parts), all(p[1] for p in parts)
+    # ``a or b`` holds everywhere if ``b`` does and ``a`` never raises (Python evaluates ``a`` first)
+    always = False
+    for a, (holds_all, _) in zip(f.args, parts):
+        if holds_all:
+            always = True
+            break
+        if not _defined_everywhere(a, bounds):
+            break
+    return always, all(p[1] for p in parts)
+
+
+def _defined_everywhere(f: F.Formula, bounds: Bounds) -> bool:
+    return all(bounds.nonzero(d) for r in F.relations(f) for d in r.divisors)
 
 
 def _linear_parts(diff: sympy.Expr) -> list[tuple[Symbol, int, sympy.Expr]]:

@@ -3,22 +3,24 @@
 >>> str(parse_condition("((1 + (seq_len // S)) % N) != 0"))
 '((1 + (seq_len // S)) % N) != 0'
 >>> str(parse_condition("math.ceil(T / 16) != 1"))
-'CeilDiv(T, 16) != 1'
+'math.ceil(T / 16) != 1'
 >>> str(parse_condition("L['x'].size()[1] % 4 == 0"))
 "(L['x'].size()[1] % 4) == 0"
 
 Nothing is evaluated: the text is tokenized and read by a recursive-descent
 parser for a small Python-like grammar (Python's precedence, chained
-comparisons, ``and``/``or``/``not``, ``&``/``|``/``~`` as sympy prints them),
-and names resolve against a fixed table of functions.  Anything else is a
-``ParseError`` that names the position and what was expected.  Input size,
-nesting depth, literal size and exponents are bounded so hostile text fails
-fast instead of exhausting the machine.
+comparisons, ``and``/``or``/``not``; ``&``/``|``/``~`` on conditions as sympy
+prints them), and names resolve against a fixed table of functions.  Anything
+else is a ``ParseError`` that names the position and what was expected:
+bitwise operators on integers, a condition compared with an integer, digits
+outside ASCII.  Input size, nesting depth, literal size and the size of the
+expanded result (``size.py``) are bounded, and sums and products are built in
+one step each, so parsing is linear and hostile text fails fast.
 
 Integer division nodes remember their divisor even when sympy cancels them
 (``x // y - x // y`` is ``0`` but still undefined at ``y == 0``).  Float
-operations (``/``, ``sym_float``, ``0.5``) are read as exact rationals, which
-is what they compute for sizes below 2**53.
+operations (``/``, ``sym_float``, ``0.5``) keep Python's double-precision
+meaning (``floats.py``).
 """
 from __future__ import annotations
 
@@ -26,10 +28,12 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from sympy import Expr, Integer, Rational
+import sympy
+from sympy import Expr, Integer
 
+from . import floats as FL
 from . import formula as F
-from .rational import compare_rational, nonzero_condition, round_rational
+from .size import Size, SizeOf
 from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, symbol
 
 __all__ = ["ParseError", "parse", "parse_condition", "parse_term", "Limits"]
@@ -42,7 +46,12 @@ class Limits:
     max_chars: int = 200_000
     max_depth: int = 64
     max_int_digits: int = 60
+    max_literal_chars: int = 120
     max_exponent: int = 64
+    # expanded size of any term (see size.py): sympy.expand costs about 0.4 ms per monomial
+    max_monomials: int = 512
+    max_degree: int = 128
+    max_coefficient_bits: int = 1024
 
 
 DEFAULT_LIMITS = Limits()
@@ -73,7 +82,7 @@ _TOKEN = re.compile(r"""
   | (?P<name>[A-Za-z_][A-Za-z_0-9]*)
   | (?P<str>'[^'\\\n]*'|"[^"\\\n]*")
   | (?P<op>//|\*\*|==|!=|<=|>=|[-+*/%()<>\[\],.&|~])
-""", re.VERBOSE)
+""", re.VERBOSE | re.ASCII)       # ASCII: "４" or "٣" is not a digit here, as it is not in torch's guards
 
 _KEYWORDS = {"and", "or", "not", "True", "False", "None", "if", "else", "lambda", "in", "is"}
 
@@ -107,7 +116,11 @@ def _tokenize(text: str) -> list[_Tok]:
 
 @dataclass(frozen=True)
 class _Num:
-    """A number: integer-valued unless ``real`` (from ``/`` or floats); ``divs`` must be nonzero."""
+    """A number: an integer term, or a float term (``floats.py``) when ``real``.
+
+    ``divs`` holds the divisors that must be nonzero, and a ``Defined`` marker for each float
+    wrapper built on the way (``floats.prune_defined`` keeps those whose wrapper cancelled).
+    """
 
     expr: Expr
     divs: frozenset = frozenset()
@@ -126,7 +139,12 @@ def _merge(*nums: _Num) -> frozenset:
     return frozenset().union(*(n.divs for n in nums))
 
 
-_nonzero = nonzero_condition
+def _nonzero(divisor: Expr) -> frozenset:
+    """The divisors that dividing by ``divisor`` must record (none for a nonzero constant)."""
+    return frozenset() if divisor.is_Integer and divisor != 0 else frozenset({divisor})
+
+
+_rel_divisors = FL.prune_defined
 
 
 # ---------------------------------------------------------------------------
@@ -160,7 +178,7 @@ def _round_fn(kind: str) -> Callable:
 
 def _to_real(p: "_Parser", args, pos):
     n = p.number(args[0], pos)
-    return _Num(n.expr, n.divs, real=True)
+    return _Num(FL.to_float(n.expr), n.divs, real=True)
 
 
 def _true_div(p: "_Parser", args, pos):
@@ -225,6 +243,7 @@ class _Parser:
         self.tokens = _tokenize(text)
         self.i = 0
         self.depth = 0
+        self.size = SizeOf()
 
     # -- token helpers -------------------------------------------------------
     @property
@@ -265,19 +284,25 @@ class _Parser:
         self.enter()
         try:
             value = self.and_test()
-            while self.at("or"):
-                pos = self.take().pos
-                value = F.disj(self.condition(value, pos), self.condition(self.and_test(), pos))
-            return value
+            return self._joined(value, "or", self.and_test, F.disj, self.condition) if self.at("or") else value
         finally:
             self.depth -= 1
 
     def and_test(self):
         value = self.not_test()
-        while self.at("and"):
+        return self._joined(value, "and", self.not_test, F.conj, self.condition) if self.at("and") else value
+
+    def _joined(self, value, word: str, operand, join, as_condition):
+        """``a word b word c ...`` joined in one step (pairwise joins would be quadratic in the length).
+
+        Callers test for ``word`` first and recurse only through ``operand``: each nesting
+        level of the grammar costs Python stack frames, and ``max_depth`` levels must fit.
+        """
+        parts = [as_condition(value, self.tok.pos)]
+        while self.at(word):
             pos = self.take().pos
-            value = F.conj(self.condition(value, pos), self.condition(self.not_test(), pos))
-        return value
+            parts.append(as_condition(operand(), pos))
+        return join(*parts)
 
     def not_test(self):
         if self.at("not"):
@@ -291,54 +316,96 @@ class _Parser:
 
     def comparison(self):
         left = self.bitwise_or()
-        result = None
+        steps = []
         while self.at("==", "!=", "<", "<=", ">", ">="):
             tok = self.take()
             right = self.bitwise_or()
-            step = self.compare(tok.text, left, right, tok.pos)
-            result = step if result is None else F.conj(result, step)
+            steps.append(self.compare(tok.text, left, right, tok.pos))
             left = right
-        return left if result is None else result
+        if not steps:
+            return left
+        return F.conj(*steps)
 
+    # ``&``, ``|`` and ``~`` are how sympy prints And, Or and Not; on integers Python reads them
+    # bitwise, which this grammar does not model, so they are refused there.
     def bitwise_or(self):
         value = self.bitwise_and()
-        while self.at("|"):
-            pos = self.take().pos
-            value = F.disj(self.condition(value, pos), self.condition(self.bitwise_and(), pos))
-        return value
+        return self._joined(value, "|", self.bitwise_and, F.disj, self._operand_of("|")) if self.at("|") else value
 
     def bitwise_and(self):
         value = self.arith()
-        while self.at("&"):
-            pos = self.take().pos
-            value = F.conj(self.condition(value, pos), self.condition(self.arith(), pos))
-        return value
+        return self._joined(value, "&", self.arith, F.conj, self._operand_of("&")) if self.at("&") else value
+
+    def _operand_of(self, op: str):
+        return lambda value, pos: self.logical_operand(value, op, pos)
+
+    def logical_operand(self, value, op: str, pos: int) -> F.Formula:
+        if isinstance(value, F.Formula):
+            return value
+        raise ParseError(f"'{op}' applies to conditions here; on integers it is a bitwise operator, "
+                         "which guards do not use", self.text, pos)
 
     def arith(self):
+        """A run of ``+``/``-``: integer terms summed in one step, float ones in Python's order."""
         value = self.term()
+        if not self.at("+", "-"):
+            return value
+        first = self.number(value, self.tok.pos)
+        terms, divs, real = [first.expr], set(first.divs), first.real
+        acc = None if not real else first.expr                  # the float value so far, once there is one
         while self.at("+", "-"):
             tok = self.take()
             right = self.number(self.term(), tok.pos)
-            left = self.number(value, tok.pos)
-            value = self.combine(left, right, left.expr + right.expr if tok.text == "+" else left.expr - right.expr)
-        return value
+            divs |= right.divs
+            if acc is None and not right.real:
+                terms.append(right.expr if tok.text == "+" else -right.expr)
+                continue
+            if acc is None:
+                acc = self.checked(sympy.Add(*terms), tok.pos)
+            acc = FL.float_binop(tok.text, acc, right.expr)
+            real = True
+        if acc is None:
+            return _Num(self.checked(sympy.Add(*terms), self.tok.pos), frozenset(divs))
+        return _Num(acc, frozenset(divs), real)
 
     def term(self):
         value = self.unary()
+        factors: list[_Num] = []
         while self.at("*", "/", "//", "%"):
             tok = self.take()
             right = self.unary()
             if tok.text == "*":
-                a, b = self.number(value, tok.pos), self.number(right, tok.pos)
-                value = self.combine(a, b, a.expr * b.expr)
-            elif tok.text == "/":
+                if not factors:
+                    factors.append(self.number(value, tok.pos))
+                factors.append(self.number(right, tok.pos))
+                continue
+            if factors:
+                value, factors = self.product(factors, tok.pos), []
+            if tok.text == "/":
                 value = self.divide(value, right, tok.pos)
             elif tok.text == "//":
                 value = self.floor_divide(value, right, tok.pos)
             else:
-                a, b = self.integer(value, tok.pos), self.integer(right, tok.pos)
-                value = _Num(Mod(a.expr, b.expr), _merge(a, b) | _nonzero(b.expr))
-        return value
+                value = self.modulo(value, right, tok.pos)
+        return self.product(factors, self.tok.pos) if factors else value
+
+    def product(self, factors: list[_Num], pos: int) -> _Num:
+        """``f1 * f2 * ...``: integer factors multiplied in one step, float ones in Python's order."""
+        divs = _merge(*factors)
+        if not any(f.real for f in factors):
+            exprs = [f.expr for f in factors]
+            self.check_size(self.size.of_product(exprs), pos)      # before sympy multiplies anything
+            return _Num(self.checked(sympy.Mul(*exprs), pos), divs)
+        acc, ints = None, []
+        for f in factors:
+            if acc is None and not f.real:
+                ints.append(f.expr)
+                continue
+            if acc is None:
+                acc = f.expr if not ints else FL.float_binop("*", self.checked(sympy.Mul(*ints), pos), f.expr)
+            else:
+                acc = FL.float_binop("*", acc, f.expr)
+        return _Num(acc, divs, True)
 
     def unary(self):
         if self.at("-", "+", "~"):
@@ -349,9 +416,14 @@ class _Parser:
             finally:
                 self.depth -= 1
             if tok.text == "~":
-                return F.neg(self.condition(operand, tok.pos))
+                return F.neg(self.logical_operand(operand, "~", tok.pos))
             n = self.number(operand, tok.pos)
-            return n if tok.text == "+" else _Num(-n.expr, n.divs, n.real)
+            if tok.text == "+":
+                return n
+            if not n.real:
+                return _Num(-n.expr, n.divs)
+            negated = FL.float_const(-n.expr.value) if isinstance(n.expr, FL.FloatConst) else FL.FNeg(n.expr)
+            return _Num(negated, n.divs, True)
         return self.power_expr()
 
     def power_expr(self):
@@ -404,12 +476,17 @@ class _Parser:
         raise self.error("expected a number, a name or '('")
 
     def literal(self, tok: _Tok) -> _Num:
-        digits = len(tok.text.split(".")[0].split("e")[0].split("E")[0])
-        if digits > self.limits.max_int_digits or re.search(r"[eE][+-]?\d{4,}", tok.text):
-            raise ParseError("number literal is too large", self.text, tok.pos)
-        if re.fullmatch(r"\d+", tok.text):
+        if len(tok.text) > self.limits.max_literal_chars:
+            raise ParseError(f"number literal is too large (longer than {self.limits.max_literal_chars} characters)",
+                             self.text, tok.pos)
+        if re.fullmatch(r"[0-9]+", tok.text):
+            if len(tok.text) > self.limits.max_int_digits:
+                raise ParseError("number literal is too large", self.text, tok.pos)
             return _Num(Integer(int(tok.text)))
-        return _Num(Rational(tok.text), real=True)
+        value = float(tok.text)                      # Python reads the literal as this double
+        if value in (float("inf"), float("-inf")):
+            raise ParseError("float literal overflows a double", self.text, tok.pos)
+        return _Num(FL.float_const(value), real=True)
 
     def call(self, target):
         open_tok = self.take()
@@ -443,7 +520,7 @@ class _Parser:
         if negative:
             self.take()
         tok = self.tok
-        if tok.kind == "num" and tok.text.isdigit():
+        if tok.kind == "num" and re.fullmatch(r"[0-9]+", tok.text) and len(tok.text) <= self.limits.max_int_digits:
             index = ("-" if negative else "") + tok.text
         elif tok.kind == "str" and not negative:
             index = repr(tok.text[1:-1])
@@ -475,54 +552,77 @@ class _Parser:
     def condition(self, value, pos: int) -> F.Formula:
         if isinstance(value, F.Formula):
             return value
-        n = self.integer(value, pos)  # Python truthiness of an int
-        return F.rel("!=", n.expr, Integer(0), n.divs)
+        n = self.number(value, pos)  # Python truthiness of a number
+        if n.real:
+            return FL.compare_float("!=", n.expr, Integer(0), _rel_divisors(n.divs, n.expr, Integer(0)))
+        return F.rel("!=", n.expr, Integer(0), _rel_divisors(n.divs, n.expr, Integer(0)))
 
-    def combine(self, a: _Num, b: _Num, expr: Expr) -> _Num:
-        return _Num(expr, _merge(a, b), a.real or b.real)
+    def checked(self, expr: Expr, pos: int) -> Expr:
+        """``expr`` if its expansion stays within the limits, else a ParseError (nothing is expanded)."""
+        self.check_size(self.size(expr), pos)
+        return expr
+
+    def check_size(self, size: Size, pos: int) -> None:
+        limits = self.limits
+        for what, value, limit in (("terms", size.monomials, limits.max_monomials),
+                                   ("degree", size.degree, limits.max_degree),
+                                   ("coefficient bits", round(size.bits), limits.max_coefficient_bits)):
+            if value > limit:
+                raise ParseError(f"the expression is too large to reason about: expanded, it would have "
+                                 f"{what} up to {value}, and the limit is {limit}", self.text, pos)
 
     def divide(self, a, b, pos: int) -> _Num:
         a, b = self.number(a, pos), self.number(b, pos)
         if b.expr == 0:
             raise ParseError("division by zero", self.text, pos)
-        return _Num(a.expr / b.expr, _merge(a, b) | _nonzero(b.expr), real=True)
+        divs = _merge(a, b) | (frozenset() if b.real else _nonzero(b.expr))
+        return _Num(FL.true_div(a.expr, b.expr), divs, real=True)
 
     def floor_divide(self, a, b, pos: int) -> _Num:
         a, b = self.number(a, pos), self.number(b, pos)
         if a.real or b.real:
-            return self.round_to_int(self.divide(a, b, pos), "floor", pos)
+            return _Num(FL.float_binop("//", a.expr, b.expr), _merge(a, b), real=True)
         return _Num(FloorDiv(a.expr, b.expr), _merge(a, b) | _nonzero(b.expr))
+
+    def modulo(self, a, b, pos: int) -> _Num:
+        a, b = self.number(a, pos), self.number(b, pos)
+        if a.real or b.real:
+            return _Num(FL.float_binop("%", a.expr, b.expr), _merge(a, b), real=True)
+        return _Num(Mod(a.expr, b.expr), _merge(a, b) | _nonzero(b.expr))
 
     def round_to_int(self, value, kind: str, pos: int) -> _Num:
         n = self.number(value, pos)
         if not n.real:
             return n
-        try:
-            term, divs = round_rational(n.expr, kind)
-        except ValueError as exc:
-            raise ParseError(str(exc), self.text, pos) from None
-        return _Num(term, n.divs | divs)
+        node = FL.round_float(kind, n.expr)
+        return _Num(node, n.divs | {FL.Defined(node)})
 
     def power(self, base, exponent, pos: int) -> _Num:
         base, exponent = self.number(base, pos), self.number(exponent, pos)
         e = exponent.expr
+        if base.real or exponent.real:
+            raise ParseError("powers of floats are not supported", self.text, pos)
         if not (e.is_Integer and 0 <= e <= self.limits.max_exponent):
             raise ParseError(f"exponent must be an integer literal from 0 to {self.limits.max_exponent}",
                              self.text, pos)
-        return _Num(base.expr ** int(e), base.divs, base.real)
+        if base.expr.is_Integer:                    # sympy folds a constant power at once: bound it first
+            self.checked(sympy.Pow(base.expr, e, evaluate=False), pos)
+        return _Num(self.checked(base.expr ** int(e), pos), base.divs)
 
     def compare(self, op: str, left, right, pos: int) -> F.Formula:
         if isinstance(left, F.Formula) or isinstance(right, F.Formula):
+            if not (isinstance(left, F.Formula) and isinstance(right, F.Formula)):
+                raise ParseError("cannot compare a condition with a number (Python would compare a bool "
+                                 "with an int)", self.text, pos)
             if op not in ("==", "!="):
                 raise ParseError(f"cannot compare conditions with {op}", self.text, pos)
-            a, b = self.condition(left, pos), self.condition(right, pos)
-            same = F.iff(a, b)
+            same = F.iff(left, right)
             return same if op == "==" else F.neg(same)
         a, b = self.number(left, pos), self.number(right, pos)
-        divs = _merge(a, b)
-        if not (a.real or b.real):
-            return F.rel(op, a.expr, b.expr, divs)
-        return compare_rational(op, a.expr - b.expr, divs)
+        divs = _rel_divisors(_merge(a, b), a.expr, b.expr)
+        if a.real or b.real:
+            return FL.compare_float(op, a.expr, b.expr, divs)
+        return F.rel(op, a.expr, b.expr, divs)
 
 
 def parse(text: str, limits: Limits = DEFAULT_LIMITS):
@@ -538,7 +638,7 @@ def parse(text: str, limits: Limits = DEFAULT_LIMITS):
         return value
     n = parser.number(value, 0)
     if n.real:
-        raise ParseError("expected an integer expression, found a true division", text, 0)
+        raise ParseError("expected an integer expression, found a float expression", text, 0)
     return n.expr
 
 

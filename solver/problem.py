@@ -9,10 +9,12 @@ from typing import Iterable, Mapping
 from sympy import Symbol
 
 from . import formula as F
+from .exact_floats import exact_floats
+from .floats import has_floats
 from .parse import parse_condition
 from .terms import symbol
 
-__all__ = ["Bound", "Problem", "Deadline", "normalize_ranges"]
+__all__ = ["Bound", "Problem", "Deadline", "OutOfTime", "normalize_ranges"]
 
 Bound = tuple  # (lo, hi): inclusive ints, None for unbounded
 
@@ -57,12 +59,20 @@ class Problem:
         given = normalize_ranges(ranges)
         syms = set(goal.free_symbols).union(*(f.free_symbols for f in facts))
         ordered = tuple(sorted(syms, key=lambda s: s.name))
-        return cls(goal, facts, ordered, {s: given.get(s, (None, None)) for s in ordered})
+        box = {s: given.get(s, (None, None)) for s in ordered}
+        goal, facts = exact_floats(goal, facts, box)
+        return cls(goal, facts, ordered, box)
 
     @cached_property
     def key(self) -> tuple:
         """Hashable identity of the query (cache key)."""
         return (self.goal, frozenset(self.facts), tuple((s.name, self.ranges[s]) for s in self.symbols))
+
+    @cached_property
+    def has_floats(self) -> bool:
+        """Whether a float node is left (one that ``exact_floats`` could not make exact)."""
+        return has_floats(t for f in (self.goal, *self.facts) for r in F.relations(f)
+                          for t in (r.lhs, r.rhs, *r.divisors))
 
     @cached_property
     def empty(self) -> bool:
@@ -98,6 +108,10 @@ class Problem:
         return text + (f" given {' and '.join(str(f) for f in self.facts)}" if self.facts else "")
 
 
+class OutOfTime(Exception):
+    """Work stopped at its deadline; the caller answers unknown."""
+
+
 class Deadline:
     """A wall-clock budget shared by the strategies working on one query."""
 
@@ -111,6 +125,11 @@ class Deadline:
 
     def expired(self) -> bool:
         return time.perf_counter() >= self.end
+
+    def check(self) -> None:
+        """Raise ``OutOfTime`` once the deadline has passed."""
+        if time.perf_counter() >= self.end:
+            raise OutOfTime
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.start

@@ -28,7 +28,7 @@ from . import formula as F
 from .bounds import Bounds
 from .evaluate import Undefined, _eval
 from .interval import box_truth, tighten
-from .problem import Deadline, Problem
+from .problem import Deadline, OutOfTime, Problem
 from .rules import RULES_BY_NODE
 from .strategy import Outcome, Strategy, check_counterexample, proven, refuted, sample_points, unknown
 from .terms import DIVISION_NODES, FloorDiv, symbol
@@ -37,8 +37,8 @@ from .tight import TightBounds
 __all__ = ["Normalizer", "Reduction", "reduce_problem", "RewriteStrategy", "Simplified"]
 
 
-class _OutOfBudget(Exception):
-    pass
+class _OutOfBudget(OutOfTime):
+    """The step budget or the deadline ran out while normalizing."""
 
 
 class Normalizer:
@@ -142,30 +142,23 @@ def _definition(rel: F.Rel, ranges) -> tuple[Symbol, Expr] | None:
 
 
 _REDUCTIONS: OrderedDict[tuple, Reduction] = OrderedDict()
-_GAVE_UP: OrderedDict[tuple, float] = OrderedDict()        # problem -> seconds its reduction ran out in
 _REDUCTIONS_LOCK = threading.Lock()
 
 
 def reduce_problem(problem: Problem, deadline: Deadline | None = None) -> Reduction:
     """Substitute what the facts define, tighten ranges, normalize every term (memoized).
 
-    A reduction that ran out of time is not tried again with less time (the
-    cascade's ``rewrite+z3`` stage would otherwise repeat ``rewrite``'s work).
+    Only reductions that ran to completion are cached, and a reduction runs to
+    completion or raises (its bounds never silently loosen at the deadline), so a
+    cached reduction is exactly what any call with enough time computes: no verdict
+    depends on which queries came before.  A reduction that ran out of time is not
+    remembered at all.
     """
     with _REDUCTIONS_LOCK:
         cached = _REDUCTIONS.get(problem.key)
-        gave_up_after = _GAVE_UP.get(problem.key)
     if cached is not None:
         return cached
-    if gave_up_after is not None and deadline is not None and deadline.remaining() <= gave_up_after:
-        raise _OutOfBudget()
-    budget = None if deadline is None else deadline.remaining()
-    try:
-        reduction = _reduce(problem, deadline)
-    except _OutOfBudget:
-        with _REDUCTIONS_LOCK:
-            _remember(_GAVE_UP, problem.key, budget)
-        raise
+    reduction = _reduce(problem, deadline)
     with _REDUCTIONS_LOCK:
         _remember(_REDUCTIONS, problem.key, reduction)
     return reduction
@@ -189,7 +182,7 @@ def _reduce(problem: Problem, deadline: Deadline | None) -> Reduction:
         for i, fact in enumerate(facts):
             if not isinstance(fact, F.Rel):
                 continue
-            norm = Normalizer(TightBounds(ranges, deadline), deadline)
+            norm = Normalizer(TightBounds(ranges, deadline, strict=True), deadline)
             nfact = norm.formula(fact)
             if not isinstance(nfact, F.Rel):
                 continue
@@ -221,13 +214,16 @@ def _reduce(problem: Problem, deadline: Deadline | None) -> Reduction:
         if not changed:
             break
 
-    syms = set(goal.free_symbols).union(*(f.free_symbols for f in facts))
+    # A symbol a substitution introduced (``k`` in ``x = 2*k``) stays in the problem even when the
+    # goal and facts no longer mention it: its range is what the fact said, and ``lift`` needs a value.
+    derived = {s for _, e in subs for s in e.free_symbols if s in ranges}
+    syms = set(goal.free_symbols).union(*(f.free_symbols for f in facts)) | derived
     tightened = tighten({s: ranges.get(s, (None, None)) for s in syms}, facts)
     if tightened is None:
         reduced = Problem(goal, tuple(facts), tuple(sorted(syms, key=lambda s: s.name)),
                           {s: ranges.get(s, (None, None)) for s in syms})
         return Reduction(reduced, problem, subs, fired, infeasible=True)
-    norm = Normalizer(TightBounds(tightened, deadline), deadline)
+    norm = Normalizer(TightBounds(tightened, deadline, strict=True), deadline)
     goal = norm.formula(goal)
     facts = [f for f in (norm.formula(f) for f in facts) if f != F.TRUE]
     for name, count in norm.fired.items():
@@ -251,7 +247,7 @@ class RewriteStrategy(Strategy):
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
         try:
             red = reduce_problem(problem, deadline)
-        except _OutOfBudget:
+        except OutOfTime:
             return unknown("the rewrite budget ran out")
         except RecursionError:
             return unknown("the terms are nested too deeply to rewrite")
@@ -283,7 +279,7 @@ class Simplified(Strategy):
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
         try:
             red = reduce_problem(problem, deadline)
-        except (_OutOfBudget, RecursionError):
+        except (OutOfTime, RecursionError):
             return self.inner.decide(problem, deadline)
         if red.infeasible:
             return proven("the facts exclude every point in range")

@@ -12,7 +12,7 @@ which equals Python's floor division whenever the divisor is positive, so:
 * an unknown sign gets ``If(b > 0, ...)`` over both.
 
 SMT-LIB ``x div 0`` is an unconstrained value, so each relation carries
-``b != 0`` for its divisors (Kleene semantics, see ``formula``).  Interval
+``b != 0`` for its divisors (see ``formula``); ``or`` is encoded left to right as Python evaluates it.  Interval
 bounds of division nodes are added as hints, guarded by ``b != 0`` so they
 never constrain those free values.  Z3 runs under a deterministic ``rlimit``
 and a wall-clock timeout; running out is UNKNOWN, never a verdict.
@@ -138,7 +138,14 @@ class Encoder:
             defined = [self.term(d) != 0 for d in sorted(f.divisors, key=sympy.default_sort_key)]
             return z3.And(*defined, compare) if defined else compare
         parts = [self.holds(a) for a in f.args]
-        return z3.And(*parts) if isinstance(f, F.And) else z3.Or(*parts)
+        if isinstance(f, F.And):
+            return z3.And(*parts)
+        # Python's ``or``: an operand counts only where every earlier one is defined and false
+        options, earlier_false = [], []
+        for a, part in zip(f.args, parts):
+            options.append(z3.And(*earlier_false, part) if earlier_false else part)
+            earlier_false.append(self.holds(F.neg(a)))
+        return z3.Or(*options)
 
 
 class Z3Strategy(Strategy):

@@ -48,6 +48,7 @@ class Strategy:
 
     name = "strategy"
     open_ended = False      # may spend the whole deadline without deciding (search, not evaluation)
+    decides_floats = False  # evaluates float nodes with Python's double-precision meaning
 
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
         raise NotImplementedError
@@ -117,6 +118,9 @@ def run(strategy: Strategy, problem: Problem, deadline: Deadline) -> Verdict:
         return verdict(Status.PROVEN, "a range is empty, so the goal holds vacuously")
     if deadline.expired():
         return verdict(Status.UNKNOWN, "out of time before starting")
+    if problem.has_floats and not strategy.decides_floats:
+        return verdict(Status.UNKNOWN, "float arithmetic that is not exact in doubles over the ranges; "
+                       "only enumeration evaluates it")
     try:
         outcome = strategy.decide(problem, deadline)
     except RecursionError:

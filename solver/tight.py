@@ -24,7 +24,7 @@ import sympy
 from sympy import Expr
 
 from .bounds import Bounds, Interval, _add, _mod, _times, point_interval
-from .problem import Deadline
+from .problem import Deadline, OutOfTime
 from .rules import exact_quotient, linear_coefficient
 from .terms import FloorDiv
 
@@ -55,9 +55,10 @@ def _scaled_down(iv: Interval, b: int) -> Interval:
 class TightBounds(Bounds):
     """``Bounds`` whose ``tight`` also tries refolding, relaxation and Horner form."""
 
-    def __init__(self, ranges, deadline: Deadline | None = None):
+    def __init__(self, ranges, deadline: Deadline | None = None, strict: bool = False):
         super().__init__(ranges)
         self._deadline = deadline
+        self._strict = strict       # raise OutOfTime at the deadline instead of keeping the plain interval
         self._tight: dict[Expr, Interval | None] = {}
         self._steps_left = 0
 
@@ -90,7 +91,11 @@ class TightBounds(Bounds):
         return best
 
     def _exhausted(self) -> bool:
-        return self._steps_left < 0 or (self._deadline is not None and self._deadline.expired())
+        if self._deadline is not None and self._deadline.expired():
+            if self._strict:
+                raise OutOfTime
+            return True
+        return self._steps_left < 0
 
     def _refold(self, coeff, rest, x, b, size, depth) -> Interval | None:
         alpha = exact_quotient(sympy.expand(-coeff), b)

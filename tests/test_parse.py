@@ -46,6 +46,11 @@ ACCEPTED = [
     ("False or 1 < 2", {}, True),
     ("1.5e1 == 15", {}, True),
     ("int(7 / 2) == 3 and int(-7 / 2) == -3", {}, True),
+    ("T / 3 % 2 == 0", {"T": 6}, True),                  # float % in Python's meaning: 2.0 % 2 == 0.0
+    ("int(0.29*float(T)) == 29", {"T": 100}, False),     # doubles, not rationals: 0.29*100.0 is 28.999...
+    ("T*0.1*3 == T*0.3", {"T": 1}, False),
+    ("T*0.1*3 == T*0.3", {"T": 5}, True),
+    ("T < 0.5 + 2**60 * 0", {"T": 0}, True),
 ]
 
 
@@ -70,7 +75,7 @@ REJECTED = [
     ("x if y else z", "expected an operator or the end"),
     ("T $ 3", "unexpected character '$'"),
     ("Eq(1)", "takes 2 argument(s), got 1"),
-    ("T / 3 % 2 == 0", "expected an integer"),
+    ("abs(T / 3) == 0", "expected an integer"),
     ("(x < 3) + 1", "expected a number, found a condition"),
     ("(" * 500 + "T" + ")" * 500, "nested deeper than"),
     ("Mod + 1", "is a function and must be called"),

@@ -97,3 +97,18 @@ def test_real_guards_from_a_trace_hold_at_the_example():
     assert env.guards, "the trace should record guards"
     for guard in env.guards:
         assert holds(to_condition(guard.expr), hints), guard.expr
+
+
+def test_each_relation_carries_only_the_divisors_of_its_own_sides():
+    """A fact ``s0 > 5`` converted after ``s0 / x`` must not need ``x != 0`` (it did: every divisor seen so far)."""
+    from shapeproof.solver.formula import relations
+
+    shared = T.IntTrueDiv(s0, x)
+    f = to_condition(sympy.And(sympy.Lt(shared, 2), sympy.Gt(s0, 5), sympy.Ne(shared + 1, 0)))
+    by_text = {str(r): {str(d) for d in r.divisors} for r in relations(f)}
+    assert by_text == {"s0 > 5": set(), "(s0 / x) < 2": {"x"}, "not ((float(1) + (s0 / x)) == 0)": {"x"}}
+    from shapeproof.tracer.sympy_bridge import _Converter
+    converter = _Converter(None)                 # one conversion, relations met in this order
+    converter.condition(sympy.Lt(shared, 2))
+    fact = converter.condition(sympy.Gt(s0, 5))
+    assert fact.divisors == frozenset() and holds(fact, {"s0": 6, "x": 0})

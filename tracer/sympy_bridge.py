@@ -7,17 +7,21 @@ converter, memoized per call so shared subexpressions convert once.  Anything
 without an exact meaning here (rounding to even, bit operations, ``Where``,
 opaque float functions, infinities inside an expression) raises
 ``UnsupportedExpression``, and callers fall back to torch's own answer.
+Float-valued parts (``ToFloat``, true division, float constants) become the
+solver's float nodes (``shapeproof.solver.floats``), which keep Python's
+double-precision meaning; a float sum or product is evaluated in argument order.
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, Mapping
 
 import sympy
 from sympy import Expr, Integer, Symbol
 from sympy.logic.boolalg import BooleanAtom
 
+from shapeproof.solver import floats as FL
 from shapeproof.solver import formula as F
-from shapeproof.solver.rational import compare_rational, round_rational
 from shapeproof.solver.terms import FloorDiv, Max, Min, Mod, symbol
 
 from . import torch_internals as T
@@ -29,15 +33,6 @@ class UnsupportedExpression(ValueError):
     """A torch sympy expression with no exact shapeproof counterpart."""
 
 
-class _Real:
-    """A float-valued intermediate (true division, ToFloat): an exact rational sympy expression."""
-
-    __slots__ = ("expr",)
-
-    def __init__(self, expr: Expr):
-        self.expr = expr
-
-
 class _Converter:
     def __init__(self, rename: Mapping | None):
         self.rename = {}
@@ -45,20 +40,29 @@ class _Converter:
             name = key.name if isinstance(key, Symbol) else str(key)
             self.rename[name] = value if isinstance(value, Expr) else symbol(str(value))
         self.memo: dict = {}
-        self.divisors: set[Expr] = set()      # from true divisions, which leave no node behind
+        # Divisors and float wrappers met while converting the current relation: a relation carries
+        # exactly those of its own sides (memo entries remember theirs, so a shared subexpression
+        # brings its divisors along however often it is met).
+        self.divisors: set[Expr] = set()
 
     # -- numbers ------------------------------------------------------------------
     def value(self, e):
-        """An integer term, or a ``_Real`` for float-valued expressions."""
+        """An integer term, or a float term (``floats.FloatTerm``) for float-valued expressions."""
         if e in self.memo:
-            return self.memo[e]
-        out = self._value(e)
-        self.memo[e] = out
+            out, divs = self.memo[e]
+            self.divisors |= divs
+            return out
+        outer, self.divisors = self.divisors, set()
+        try:
+            out = self._value(e)
+            self.memo[e] = (out, frozenset(self.divisors))
+        finally:
+            self.divisors = outer | self.divisors
         return out
 
     def term(self, e) -> Expr:
         v = self.value(e)
-        if isinstance(v, _Real):
+        if FL.is_float(v):
             raise UnsupportedExpression(f"expected an integer, got the float expression {e}")
         return v
 
@@ -67,10 +71,13 @@ class _Converter:
             raise UnsupportedExpression(f"infinity inside an expression: {e}")
         if isinstance(e, sympy.Integer):
             return e
-        if isinstance(e, sympy.Rational):
-            return _Real(e)
+        if isinstance(e, sympy.Rational):                 # p/q in a guard is Python's p / q
+            return FL.true_div(Integer(e.p), Integer(e.q))
         if isinstance(e, sympy.Float):
-            return Integer(int(e)) if e == int(e) else _Real(sympy.Rational(str(e)))
+            value = float(e)
+            if not math.isfinite(value):
+                raise UnsupportedExpression(f"float constant {e} is not finite")
+            return FL.float_const(value)
         if isinstance(e, Symbol):
             if e.name in self.rename:
                 return self.rename[e.name]
@@ -87,32 +94,31 @@ class _Converter:
             raise UnsupportedExpression(f"no exact meaning for {type(e).__name__}: {e}")
         return handler(self, e)
 
-    def _combine(self, op: Callable, args):
+    def _combine(self, op: str, args):
+        """A sum or product: integer terms in one step; with a float argument, Python's left fold."""
         values = [self.value(a) for a in args]
-        if any(isinstance(v, _Real) for v in values):
-            return _Real(op([v.expr if isinstance(v, _Real) else v for v in values]))
-        return op(values)
+        if not any(FL.is_float(v) for v in values):
+            return (sympy.Add if op == "+" else sympy.Mul)(*values)
+        out = values[0]
+        for v in values[1:]:
+            out = FL.float_binop(op, out, v)
+        return out
 
-    def true_div(self, a, b) -> _Real:
+    def true_div(self, a, b):
         num, den = self.value(a), self.value(b)
-        den_expr = den.expr if isinstance(den, _Real) else den
-        if den_expr == 0:
+        if den == 0:
             raise UnsupportedExpression("true division by zero")
-        if not (den_expr.is_Number and den_expr != 0):
-            self.divisors.add(den_expr)
-        num_expr = num.expr if isinstance(num, _Real) else num
-        return _Real(num_expr / den_expr)
+        if not FL.is_float(den) and not den.is_Number:
+            self.divisors.add(den)
+        return FL.true_div(num, den)
 
     def rounded(self, e, kind: str) -> Expr:
         v = self.value(e.args[0])
-        if not isinstance(v, _Real):
+        if not FL.is_float(v):
             return v
-        try:
-            term, divs = round_rational(v.expr, kind)
-        except ValueError as exc:
-            raise UnsupportedExpression(str(exc)) from None
-        self.divisors |= divs
-        return term
+        node = FL.round_float(kind, v)
+        self.divisors.add(FL.Defined(node))
+        return node
 
     # -- conditions -----------------------------------------------------------------
     def condition(self, e) -> F.Formula:
@@ -127,14 +133,16 @@ class _Converter:
         op = _RELATIONS.get(type(e))
         if op is None:
             raise UnsupportedExpression(f"not a condition: {type(e).__name__}: {e}")
-        before = set(self.divisors)
-        lhs, rhs = self.value(e.args[0]), self.value(e.args[1])
-        extra = frozenset(self.divisors - before) | frozenset(before)
-        if isinstance(lhs, _Real) or isinstance(rhs, _Real):
-            a = lhs.expr if isinstance(lhs, _Real) else lhs
-            b = rhs.expr if isinstance(rhs, _Real) else rhs
-            return compare_rational(op, a - b, extra)
-        return F.rel(op, lhs, rhs, extra)
+        outer, self.divisors = self.divisors, set()
+        try:
+            lhs, rhs = self.value(e.args[0]), self.value(e.args[1])
+            own = frozenset(self.divisors)
+        finally:
+            self.divisors = outer | self.divisors
+        divs = FL.prune_defined(own, lhs, rhs)
+        if FL.is_float(lhs) or FL.is_float(rhs):
+            return FL.compare_float(op, lhs, rhs, divs)
+        return F.rel(op, lhs, rhs, divs)
 
 
 def _floordiv(c: _Converter, e):
@@ -155,13 +163,10 @@ def _pow(c: _Converter, e):
     if not exponent.is_Integer:
         raise UnsupportedExpression(f"exponent must be an integer: {e}")
     k = int(exponent)
-    if k >= 0:
-        return c._combine(lambda v: v[0] ** k, [base])
-    value = c.value(base)                    # x**-k is a true division by x**k
-    b = value.expr if isinstance(value, _Real) else value
-    if not (b.is_Number and b != 0):
-        c.divisors.add(b)
-    return _Real(b ** k)
+    value = c.value(base)
+    if k < 0 or FL.is_float(value):          # Python's float pow may differ from repeated products
+        raise UnsupportedExpression(f"power of a float or negative power: {e}")
+    return value ** k
 
 
 def _lshift(c: _Converter, e):
@@ -181,15 +186,15 @@ def _rshift(c: _Converter, e):
 def _minmax(node):
     def convert(c: _Converter, e):
         values = [c.value(a) for a in e.args]
-        if any(isinstance(v, _Real) for v in values):
+        if any(FL.is_float(v) for v in values):
             raise UnsupportedExpression(f"min/max of float values: {e}")
         return node(*values)
     return convert
 
 
 _HANDLERS: dict[type, Callable] = {
-    sympy.Add: lambda c, e: c._combine(lambda v: sympy.Add(*v), e.args),
-    sympy.Mul: lambda c, e: c._combine(lambda v: sympy.Mul(*v), e.args),
+    sympy.Add: lambda c, e: c._combine("+", e.args),
+    sympy.Mul: lambda c, e: c._combine("*", e.args),
     sympy.Pow: _pow,
     T.PowByNatural: _pow,
     T.FloorDiv: _floordiv,            # CleanDiv is a FloorDiv subclass: same value, known exact
@@ -199,7 +204,7 @@ _HANDLERS: dict[type, Callable] = {
     T.ModularIndexing: _modular_indexing,
     T.IntTrueDiv: lambda c, e: c.true_div(*e.args),
     T.FloatTrueDiv: lambda c, e: c.true_div(*e.args),
-    T.ToFloat: lambda c, e: (lambda v: v if isinstance(v, _Real) else _Real(v))(c.value(e.args[0])),
+    T.ToFloat: lambda c, e: FL.to_float(c.value(e.args[0])),
     T.Identity: lambda c, e: c.value(e.args[0]),
     T.FloorToInt: lambda c, e: c.rounded(e, "floor"),
     T.CeilToInt: lambda c, e: c.rounded(e, "ceil"),
