@@ -177,6 +177,13 @@ class ShapeEnv:
         self.ranges[sym] = (new_lo, new_hi)
         self.knowledge.version += 1
 
+    def note_specialization(self, sym: Symbol, value: int) -> None:
+        """The tracer made ``sym`` the constant ``value`` (torch's replacement): a ``Dim.DYNAMIC`` dim may not be
+        (``report`` says so), even where the guards that forced it are beyond what the solver proves."""
+        info = self.symbols.get(sym)
+        if info is not None:
+            info.fixed = value
+
     def initial_range(self, sym: Symbol) -> Range:
         """The range reasoning started from (declared, raised to 2 for backed input dims)."""
         return self.symbols[sym].range

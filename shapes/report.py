@@ -168,7 +168,8 @@ def _pinned(env, restrictions: list[Violation], strategy: str, timeout: float) -
         if not own:
             continue
         only_hint = F.disj(F.neg(F.conj(*(v.lifted for v in own))), F.eq(sym, info.hint))
-        if prove(only_hint, ranges={sym: info.range}, strategy=strategy, timeout=timeout).proven:
+        if info.fixed is not None or prove(only_hint, ranges={sym: info.range}, strategy=strategy,
+                                           timeout=timeout).proven:
             pinned += own
     return pinned
 

@@ -66,6 +66,7 @@ class SymbolInfo:
     size_like: bool = False
     dim_name: str | None = None     # the user's Dim name, e.g. "T"
     kind: DimKind = DimKind.STRICT
+    fixed: int | None = None        # the one size the tracer specialized the dim to (torch replaced it)
     notes: list[str] = field(default_factory=list)
 
     @property

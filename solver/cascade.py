@@ -29,6 +29,16 @@ from .verdict import Status, Verdict
 
 __all__ = ["Cascade"]
 
+# a symbol's part of the sub-box where floats are exact: far below 2**53 even through products of two
+_EXACT_SPAN = 2 ** 20
+
+
+def _clip(lo, hi) -> tuple:
+    """At most ``_EXACT_SPAN`` values of ``[lo, hi]``, from its lower end (sizes are small there)."""
+    if lo is None:
+        lo = -_EXACT_SPAN if hi is None else hi - _EXACT_SPAN
+    return lo, lo + _EXACT_SPAN if hi is None else min(hi, lo + _EXACT_SPAN)
+
 
 class Cascade:
     """Runs strategies in order until one decides; thread-safe LRU cache of decided verdicts."""
@@ -73,9 +83,26 @@ class Cascade:
                 return result
             reasons.append(f"{stage.name}: {verdict.reason}")
         if problem.has_floats:
+            refuted = None if deadline.expired() else self._refute_where_exact(problem, deadline)
+            if refuted is not None:
+                return replace(refuted, seconds=time.perf_counter() - start,
+                               reason=f"{refuted.reason} (in the part of the ranges where doubles are exact)")
             reasons.insert(0, "float arithmetic that is not exact in doubles over the ranges (only enumeration "
                               "evaluates it)")
         return Verdict(Status.UNKNOWN, self.name, time.perf_counter() - start, "; ".join(reasons))
+
+    def _refute_where_exact(self, problem: Problem, deadline: Deadline) -> Verdict | None:
+        """A counterexample from a sub-box where every float is exact in doubles (there the float nodes are
+        integer nodes every stage decides): a point of the sub-box is a point of the box, so a refutation
+        there refutes the goal; a proof there says nothing about the rest and is not returned."""
+        clipped = {s: _clip(*problem.ranges[s]) for s in problem.symbols}
+        if clipped == dict(problem.ranges):
+            return None
+        sub = Problem.build(problem.goal, clipped, problem.facts)
+        if sub.has_floats:
+            return None
+        verdict = self(sub, deadline)
+        return verdict if verdict.refuted else None
 
     def _budget(self, i: int, problem: Problem, deadline: Deadline) -> Deadline:
         """Half the time left when a later stage is sure to decide given time: an SMT call that

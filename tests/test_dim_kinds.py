@@ -228,3 +228,45 @@ def test_export_takes_torch_exports_keyword_arguments():
                                     prefer_deferred_runtime_asserts_over_guards=True)
     preserved = {e.fqn: e.signature is not None for e in program.module_call_graph}
     assert preserved == {"": True, "inner": True}      # without the option, inner has no signature
+
+
+class Twice(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y[1:]
+
+
+@pytest.mark.parametrize("order", ["root first", "derived first"])
+def test_an_example_that_breaks_a_derived_dim_gets_torchs_message(order):
+    """torch: "Expected input L['y'].size()[0] to be equal to 2*dimx, where dimx = 5, but got 6" (not a
+    fake-tensor broadcast error from deep in the trace)."""
+    dimx = Dim("dimx", min=3, max=6)
+    if order == "root first":
+        model, args, spec = Twice(), (torch.randn(5), torch.randn(6)), ({0: dimx}, {0: 2 * dimx})
+    else:
+        class Swapped(torch.nn.Module):
+            def forward(self, y, x):
+                return x + y[1:]
+        model, args, spec = Swapped(), (torch.randn(6), torch.randn(5)), ({0: 2 * dimx}, {0: dimx})
+    with pytest.raises(torch._dynamo.exc.UserError) as theirs:
+        _torch(model, args, spec)
+    with pytest.raises(torch._dynamo.exc.UserError) as ours:
+        shapeproof.export(model, args, dynamic_shapes=spec)
+    assert str(ours.value).splitlines()[0] == str(theirs.value).splitlines()[0]
+    assert "to be equal to 2*dimx, where dimx = 5, but got 6" in str(ours.value)
+
+
+class IntSize(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.interpolate(x, size=(int(x.shape[-2] / 1), int(x.shape[-1] / 1)),
+                                               mode="bilinear")
+
+
+def test_a_dynamic_dim_that_int_specializes_is_an_error_with_the_fix():
+    """``int(x.shape[-1] / 1)`` makes torch specialize the dim; under Dim.DYNAMIC torch raises and says to use
+    Dim.STATIC or Dim.AUTO; shapeproof names the dim, the line and the fix."""
+    spec = {"x": {2: DYNAMIC, 3: DYNAMIC}}
+    with pytest.raises(ExportError) as err:
+        shapeproof.export(IntSize(), (torch.randn(1, 3, 8, 8),), dynamic_shapes=spec)
+    text = str(err.value)
+    assert "x.size(3)" in text and "Dim.DYNAMIC" in text and "int(x.shape[-2] / 1)" in text
+    assert any(f.kind == "static" for ex in err.value.violations for f in ex.fixes)

@@ -95,3 +95,11 @@ def test_hostile_guards_end_within_the_budget_with_a_verdict_or_a_parse_error(te
     except ParseError:
         pass
     assert time.perf_counter() - start < 2 * 2 + 1
+
+
+def test_a_float_guard_over_an_unbounded_range_is_refuted_where_doubles_are_exact():
+    """``int(s / 1) == 8`` cannot be decided exactly over [2, inf) (huge sizes round), but a counterexample
+    from the part of the range where doubles are exact is a counterexample; a proof there would not be."""
+    refuted = prove("int(s / 1) == 8", ranges={"s": (2, None)})
+    assert refuted.refuted and refuted.counterexample["s"] != 8
+    assert not prove("T <= 16*math.ceil(T / 16)", ranges={"T": (2, None)}).proven   # false at 2**57 + 15

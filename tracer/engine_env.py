@@ -42,7 +42,7 @@ from .exact_cancel import exact_cancellation
 from .sympy_bridge import UnsupportedExpression, bounds_of, to_condition
 from .torch_internals import (
     FakeTensorMode, GuardOnDataDependentSymNode, OpOverload, RelaxedUnspecConstraint, StrictMinMaxConstraint,
-    TorchShapeEnv, TracingContext, convert_guards_to_code, tracing, uninteresting_files,
+    TorchShapeEnv, TracingContext, UserError, UserErrorType, convert_guards_to_code, tracing, uninteresting_files,
 )
 
 __all__ = ["DimSpec", "EngineShapeEnv", "TorchDataDependentError", "engine_tracing", "readable_source",
@@ -126,6 +126,7 @@ class EngineShapeEnv(TorchShapeEnv):
         self.dim_specs = dim_specs or {}
         self.symbol_map: dict[sympy.Symbol, sympy.Expr] = {}   # torch symbol -> engine term
         self._roots: dict[str, sympy.Symbol] = {}
+        self._root_values: dict[str, tuple] = {}   # root Dim name -> (value, source that set it, its DimSpec)
         self._static_memo: dict = {}
         self.unmirrored: list = []     # guards torch recorded that the engine cannot read (kept as input checks)
         self.mirrored: set[int] = set()  # indices into self.guards of guards the engine records and judges
@@ -162,6 +163,8 @@ class EngineShapeEnv(TorchShapeEnv):
         if expr in self.symbol_map:                    # duck sizing: another input dim, same symbol
             self.engine.add_source(self.symbol_map[expr], src)
             return
+        if spec is not None:
+            self._check_derived(name, spec, val)
         if spec is not None and spec.root is not None:
             root = self._root_symbol(spec.root, (val - spec.b) // spec.a)
             engine_sym = self.engine.create_backed_symbol(val, src, name=expr.name, **common)
@@ -171,12 +174,37 @@ class EngineShapeEnv(TorchShapeEnv):
                                                           **common)
         self.symbol_map[expr] = engine_sym
 
+    def _check_derived(self, source_name: str, spec: DimSpec, val: int) -> None:
+        """The example must satisfy every derived dim's relation (``y = 2*dimx``) before tracing relies on it.
+
+        torch checks this after tracing, with this message; the engine would
+        otherwise relate sizes the example contradicts, and the trace would
+        fail on a broadcast far from the cause.  The input blamed is the
+        derived one, as in torch's message.
+        """
+        root = spec.root or spec
+        implied, remainder = divmod(val - spec.b, spec.a)
+        first = self._root_values.setdefault(root.name, (implied, source_name, spec, val, remainder))
+        if remainder == 0 and first[4] == 0 and first[0] == implied:
+            return
+        value, blamed, blamed_spec, blamed_val = (implied, first[1], first[2], first[3]) \
+            if spec.root is None else (first[0], source_name, spec, val)
+        expected = blamed_spec.a * sympy.Symbol(root.name) + blamed_spec.b
+        where = f"where {root.name} = {value}" if first[4] == 0 else f"for an integer {root.name}"
+        raise UserError(UserErrorType.CONSTRAINT_VIOLATION,
+                        f"Expected input {blamed} to be equal to {expected}, {where}, but got {blamed_val}")
+
     def _root_symbol(self, root: DimSpec, hint: int) -> sympy.Expr:
         if root.name not in self._roots:
             self._roots[root.name] = self.engine.create_backed_symbol(
                 hint, Source(root.name), declared=(root.min, root.max), name=f"{root.name}_root",
                 dim_name=root.name)
         return self._roots[root.name]
+
+    def _set_replacement(self, a, tgt, msg):
+        super()._set_replacement(a, tgt, msg)
+        if self.replacements.get(a) == tgt and tgt.is_number and isinstance(self.symbol_map.get(a), sympy.Symbol):
+            self.engine.note_specialization(self.symbol_map[a], int(tgt))
 
     def create_unbacked_symint(self, source=None):
         out = super().create_unbacked_symint(source)

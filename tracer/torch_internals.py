@@ -6,6 +6,7 @@ one test instead of somewhere deep in a trace.
 """
 from __future__ import annotations
 
+from torch._dynamo.exc import UserError, UserErrorType
 from torch._guards import TracingContext, tracing
 from torch._ops import OpOverload
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -28,7 +29,7 @@ PINNED = {
     "FakeTensorMode": FakeTensorMode, "DerivedDim": DerivedDim, "convert_guards_to_code": convert_guards_to_code,
     "GuardOnDataDependentSymNode": GuardOnDataDependentSymNode, "TorchShapeEnv": TorchShapeEnv,
     "RelaxedUnspecConstraint": RelaxedUnspecConstraint, "StrictMinMaxConstraint": StrictMinMaxConstraint,
-    "uninteresting_files": uninteresting_files,
+    "uninteresting_files": uninteresting_files, "UserError": UserError, "UserErrorType": UserErrorType,
     "CeilToInt": CeilToInt, "CleanDiv": CleanDiv, "FloatTrueDiv": FloatTrueDiv, "FloorDiv": FloorDiv,
     "FloorToInt": FloorToInt, "Identity": Identity, "IntTrueDiv": IntTrueDiv, "LShift": LShift, "Max": Max,
     "Min": Min, "Mod": Mod, "ModularIndexing": ModularIndexing, "PowByNatural": PowByNatural,
@@ -49,6 +50,7 @@ OVERRIDDEN_SHAPE_ENV_METHODS = {
     "guard_or_defer_runtime_assert": ["orig_expr", "msg", "fx_node"],
     "produce_guards_verbose": ["placeholders", "sources", "input_contexts"],
     "_get_user_frame": [],
+    "_set_replacement": ["a", "tgt", "msg"],
 }
 # ShapeEnv attributes EngineShapeEnv reads.
 READ_SHAPE_ENV_ATTRIBUTES = ["guards", "deferred_runtime_asserts", "var_to_range", "source_name_to_debug_name",
