@@ -210,7 +210,7 @@ def main(argv=None) -> int:
         time.sleep(1.0)                       # the workers start after the port opens
         for job in EASY:                      # the first requests
             request(host, port, job[0], job[1])
-        time.sleep(5.0)                       # idle workers are replaced by fresh forks after 3 s
+        time.sleep(12.0)                      # idle workers are replaced by fresh forks after 10 s
         mem_start = memory_mb(server.pid)
         start = time.perf_counter()
         results = mixed(host, port, args.requests, args.clients)

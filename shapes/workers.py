@@ -14,11 +14,13 @@ costs a fork (30 ms measured on this project's 2-core machine) instead of a
 fresh interpreter's seconds, and a background thread keeps ``min_idle``
 spares so that a request seldom waits for one.
 
-A worker is reniced step by step as its call uses CPU (``demote``: nice 10
-after 20 ms, 19 after 60 ms), so the call that has had the least CPU runs
-first and expensive calls share what cheap ones leave.  It serves again
-only if its priority could be restored (which needs privileges: elsewhere a
-demoted worker is replaced) and its memory grew less than ``retire_growth``.
+A call that has used ``heavy_after`` CPU is heavy: it drops to the lowest
+priority and runs only while it holds one of ``heavy_slots`` (1), paused
+with SIGSTOP until one is free; so expensive calls, however many, use at
+most that many CPUs and cheap calls keep the rest.  (Sharing the slot among
+heavy calls by least CPU used measured worse for cheap calls.)  A worker serves again only if its
+priority could be restored (which needs privileges: elsewhere a demoted
+worker is replaced) and its memory grew less than ``retire_growth``.
 A worker idle for ``idle_seconds`` leaves, a used one even within
 ``min_idle`` (a fresh fork replaces it): the pages it dirtied are its own
 copies, which a fresh fork shares with the fork server again.
@@ -38,6 +40,7 @@ from dataclasses import dataclass, field
 
 __all__ = ["Reply", "WorkerPool"]
 
+_LOWEST = 19                                # the nice value of heavy calls
 _CHECK_EVERY = 0.05                         # seconds between looks at a busy worker's CPU time
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -56,7 +59,7 @@ class _Worker:
     process: multiprocessing.process.BaseProcess
     conn: object
     idle_since: float = field(default_factory=time.monotonic)
-    nice: int = 0                           # raised as the current call uses CPU
+    nice: int = 0                           # _LOWEST while its call is heavy
     ready: bool = False                     # it said so: its signal handlers are in place
     calls: int = 0                          # calls it served: its copy-on-write pages are its own now
 
@@ -70,10 +73,11 @@ class WorkerPool:
 
     def __init__(self, handler: str, preload: list[str], size: int = 32, min_idle: int = 8,
                  memory_bytes: int | None = 512 << 20, retire_growth: int = 64 << 20,
-                 idle_seconds: float = 3.0, demote: tuple = ((0.02, 10), (0.06, 19))):
+                 idle_seconds: float = 10.0, heavy_after: tuple = (0.06, 0.3), heavy_slots: int = 1):
         self.handler, self.size, self.min_idle = handler, size, min_idle
         self.memory_bytes, self.retire_growth = memory_bytes, retire_growth
-        self.idle_seconds, self.demote = idle_seconds, demote
+        self.idle_seconds, self.heavy_after = idle_seconds, heavy_after
+        self._heavy = threading.BoundedSemaphore(heavy_slots)
         method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
         self._ctx = multiprocessing.get_context(method)
         if method == "forkserver":
@@ -81,7 +85,8 @@ class WorkerPool:
         self._idle: list[_Worker] = []
         self._live = 0                      # workers started and not yet killed, idle or busy
         self._cond = threading.Condition()
-        self._wake = threading.Event()          # a worker left: start a spare
+        self._wake = threading.Event()          # a worker left, or a request waits: start one
+        self._waiting = 0                       # requests waiting for an idle worker
         self._closed = False
 
     # -- calls ------------------------------------------------------------------------------
@@ -120,24 +125,49 @@ class WorkerPool:
         return Reply("timeout" if message.get("stopped") else "memory"), keep
 
     def _wait(self, worker: _Worker, due: float, deadline: float) -> bool:
-        """Wait for the worker's answer until ``deadline``, asking it to stop at ``due`` and lowering its
-        priority as it uses CPU on this call (CPU, not wall time: on a busy machine a cheap call waits
-        for the CPU too)."""
-        spent, asked = _cpu_seconds(worker.process.pid), False
-        while True:
-            now = time.monotonic()
-            if not asked and now >= due:
-                _signal(worker, signal.SIGUSR1)
-                asked = True
-            step = min(deadline - now, _CHECK_EVERY) if asked else min(due - now, _CHECK_EVERY)
-            if worker.conn.poll(max(0.0, step)):
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            used = _cpu_seconds(worker.process.pid) - spent
-            nice = max((n for after, n in self.demote if used >= after), default=worker.nice)
-            if nice > worker.nice:
-                _renice(worker, nice)
+        """Wait for the worker's answer until ``deadline``, asking it to stop at ``due``.
+
+        Once the call has used ``heavy_after`` CPU (user, or user + system) it
+        is heavy: it drops to the lowest priority and runs only while it holds
+        one of ``heavy_slots``, paused (SIGSTOP) until one is free; so expensive
+        calls, however many, use at most that many CPUs and cheap calls keep
+        the rest.  CPU, not wall time: on a busy machine a cheap call waits for
+        the CPU too.
+        """
+        pid = worker.process.pid
+        start, asked, heavy, holds, paused = _cpu_seconds(pid), False, False, False, False
+        try:
+            while True:
+                now = time.monotonic()
+                if not asked and now >= due:
+                    if paused:
+                        _signal(worker, signal.SIGCONT)
+                        paused = False
+                    _restore(worker)               # it stops sooner at normal priority
+                    _signal(worker, signal.SIGUSR1)
+                    asked = True
+                step = min(deadline - now, _CHECK_EVERY) if asked else min(due - now, _CHECK_EVERY)
+                if worker.conn.poll(max(0.0, step)):
+                    return True
+                if time.monotonic() >= deadline:
+                    return False
+                if asked:
+                    continue
+                if not heavy:
+                    user, total = (now_ - then for now_, then in zip(_cpu_seconds(pid), start))
+                    heavy = user >= self.heavy_after[0] or total >= self.heavy_after[1]
+                    if heavy:
+                        _renice(worker, _LOWEST)
+                if heavy and not holds:
+                    holds = self._heavy.acquire(blocking=False)
+                    if holds == paused:            # a slot while paused, or none while running
+                        paused = not paused
+                        _signal(worker, signal.SIGSTOP if paused else signal.SIGCONT)
+        finally:
+            if paused:
+                _signal(worker, signal.SIGCONT)
+            if holds:
+                self._heavy.release()
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self, timeout: float = 120.0) -> None:
@@ -169,7 +199,9 @@ class WorkerPool:
             for worker in stale:
                 self._idle.remove(worker)
             self._live -= len(stale)
-            missing = 0 if self._closed else min(self.min_idle - len(self._idle), self.size - self._live)
+            # spares, and one for each request waiting
+            missing = 0 if self._closed else min(self.min_idle + self._waiting - len(self._idle),
+                                                 self.size - self._live)
             self._live += max(0, missing)
         for worker in stale:
             _kill(worker)
@@ -197,20 +229,22 @@ class WorkerPool:
 
     # -- internals --------------------------------------------------------------------------
     def _acquire(self, until: float) -> _Worker | None:
+        """An idle worker, waiting until ``until`` for one.  Requests never fork (a fork can take long
+        on a busy machine): the housekeeping thread does, for the requests waiting here."""
         with self._cond:
-            while not self._idle and (self._live >= self.size or self._closed):
-                left = until - time.monotonic()
-                if left <= 0 or self._closed:
-                    return None
-                self._cond.wait(left)
-            if self._idle:
-                return self._idle.pop()     # the most recently used: its pages are warm
-            self._live += 1
-        try:
-            return self._spawn()
-        except BaseException:
-            self._release(None, keep=False)
-            raise
+            self._waiting += 1
+            try:
+                while not self._idle:
+                    left = until - time.monotonic()
+                    if left <= 0 or self._closed:
+                        return None
+                    self._wake.set()
+                    self._cond.wait(left)
+            finally:
+                self._waiting -= 1
+            # the most recently used ready one (its pages are warm); one still starting only if none is
+            ready = [i for i, w in enumerate(self._idle) if w.ready or _poll_ready(w)]
+            return self._idle.pop(ready[-1] if ready else -1)
 
     def _release(self, worker: _Worker | None, keep: bool) -> None:
         with self._cond:
@@ -233,14 +267,16 @@ class WorkerPool:
         return _Worker(process, parent)
 
 
-def _cpu_seconds(pid: int) -> float:
-    """CPU time a process has used (Linux ``/proc``; 0 elsewhere, and then nothing is demoted)."""
+def _cpu_seconds(pid: int) -> tuple[float, float]:
+    """User and user + system CPU seconds a process has used (Linux ``/proc``; zeros elsewhere, and then
+    nothing counts as heavy).  A fresh fork's first call spends tens of ms of system time in copy-on-write
+    page faults, which says little about how expensive the call is: hence two thresholds."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _TICKS
+        return int(fields[11]) / _TICKS, (int(fields[11]) + int(fields[12])) / _TICKS
     except (OSError, IndexError, ValueError):
-        return 0.0
+        return 0.0, 0.0
 
 
 def _renice(worker: _Worker, nice: int) -> None:
@@ -249,6 +285,11 @@ def _renice(worker: _Worker, nice: int) -> None:
         os.setpriority(os.PRIO_PROCESS, worker.process.pid, nice)
     except (AttributeError, OSError):       # no setpriority here, or the process is gone
         pass
+
+
+def _poll_ready(worker: _Worker) -> bool:
+    """Whether the worker is ready, without waiting."""
+    return _await_ready(worker, 0.0)
 
 
 def _await_ready(worker: _Worker, until: float) -> bool:
