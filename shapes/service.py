@@ -6,17 +6,23 @@
     GET  /health, GET /openapi.json
 
 Standard library only (``ThreadingHTTPServer``).  Every field is checked for
-type and range before any work (``endpoints.task``); guard text is read by
-the safe parser with tight limits.  A request's ``timeout`` (default 2 s, at
-most 5 s) bounds its whole work, parsing included: the work runs in a worker
-process (``workers.WorkerPool``) that is killed ``grace`` (0.5 s) after the
-timeout, so every request is answered within timeout + 0.5 s plus transport,
-with *unknown* when the work was stopped.  Workers busy past 0.25 s drop to
-the lowest CPU priority, so expensive requests cannot starve cheap ones.  A
-request that finds all workers busy until its timeout gets 503.  A connection
-that sends nothing for ``idle_timeout`` or has not delivered its request
-within ``read_timeout`` is closed.  Every error is a JSON object ``{"error":
-..., "detail": ..., "status": ...}``, never a traceback.
+type and range before any work (``endpoints.task``: 400 otherwise); guard
+text is read by the safe parser with tight limits, in a worker.
+
+A request's ``timeout`` (default 2 s, capped at 5 s) bounds its whole work,
+parsing included, counted from the moment its connection was accepted: the
+work runs in a worker process (``workers.WorkerPool``) that is told to stop
+at the timeout and killed ``grace`` (0.5 s) later if it has not, so every
+request is answered within timeout + 0.5 s of its accept, plus the time to
+send the answer; work that was stopped answers *unknown* with a reason that
+starts with "stopped".  Expensive work is paused to one CPU, so it cannot
+starve cheap requests.  A request that finds every worker busy until its
+timeout gets 503.  A connection that sends nothing for ``idle_timeout`` (10
+s) or has not delivered its request within ``read_timeout`` (30 s) is
+closed; past ``max_connections`` (256) open connections, new ones get 503.
+Every error is a JSON object ``{"error": ..., "detail": ..., "status": ...}``,
+never a traceback.  A script that calls ``make_server`` must guard its main
+code with ``if __name__ == "__main__"`` (multiprocessing re-imports it).
 """
 from __future__ import annotations
 
@@ -37,6 +43,7 @@ from .workers import WorkerPool
 __all__ = ["OPENAPI_PATH", "ServiceLimits", "make_server", "serve"]
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")
+_MIN_WORK = 0.05                    # seconds of work a request gets even if reading it used its budget
 _DRAIN_LIMIT = 32 * 1024 * 1024     # bodies up to this size are read and discarded before a 413
 _BUSY_BODY = json.dumps({"error": "busy: too many connections, retry", "detail": "", "status": 503}).encode()
 _BUSY = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
@@ -76,15 +83,18 @@ class Handler(BaseHTTPRequestHandler):
             self.server.done_reading(self.connection)
             return self._error(HTTPStatus.NOT_FOUND, f"no such endpoint: POST {self.path[:100]}")
         body = self._body()
-        self.server.done_reading(self.connection)
+        accepted = self.server.done_reading(self.connection)
         if body is None:
             return
-        start = time.monotonic()
         try:
             work = task(self.path, body, self.limits)
         except BadRequest as exc:
             return self._send(exc.status, exc.payload())
-        reply = self.pool.call(work, due=start + work["budget"], grace=self.limits.grace)
+        # the budget counts from the accept: waiting for a thread on a busy machine is the client's
+        # wait too (a client slow to send its body still gets _MIN_WORK)
+        due = max(accepted + work["budget"], time.monotonic() + _MIN_WORK)
+        start = due - work["budget"]
+        reply = self.pool.call(work, due=due, grace=self.limits.grace)
         if reply.kind == "answer":
             return self._send(HTTPStatus(reply.body["status"]), reply.body["body"])
         if reply.kind == "busy":
@@ -127,7 +137,7 @@ class _Server(ThreadingHTTPServer):
 
     def __init__(self, address, handler, limits: ServiceLimits, pool: WorkerPool):
         self.limits, self.pool = limits, pool
-        self._reading: dict[socket.socket, float] = {}      # connection -> when its request must be read
+        self._reading: dict[socket.socket, tuple] = {}      # connection -> (accepted, request read by)
         self._open = 0
         self._lock = threading.Lock()
         super().__init__(address, handler)
@@ -137,7 +147,8 @@ class _Server(ThreadingHTTPServer):
             full = self._open >= self.limits.max_connections
             if not full:
                 self._open += 1
-                self._reading[request] = time.monotonic() + self.limits.read_timeout
+                now = time.monotonic()
+                self._reading[request] = (now, now + self.limits.read_timeout)
         if full:
             try:
                 request.setblocking(False)
@@ -147,9 +158,11 @@ class _Server(ThreadingHTTPServer):
             return super().shutdown_request(request)
         super().process_request(request, client_address)
 
-    def done_reading(self, request) -> None:
+    def done_reading(self, request) -> float:
+        """The request has been read: no read deadline any more.  Returns when it was accepted."""
         with self._lock:
-            self._reading.pop(request, None)
+            accepted, _ = self._reading.pop(request, (time.monotonic(), None))
+        return accepted
 
     def shutdown_request(self, request):
         with self._lock:
@@ -161,7 +174,7 @@ class _Server(ThreadingHTTPServer):
         """Every poll of ``serve_forever`` (0.5 s): end the reads that are overdue."""
         now = time.monotonic()
         with self._lock:
-            late = [sock for sock, due in self._reading.items() if due < now]
+            late = [sock for sock, (_, due) in self._reading.items() if due < now]
         for sock in late:
             try:
                 sock.shutdown(socket.SHUT_RDWR)   # the handler's blocked read returns, and its thread ends
