@@ -21,6 +21,7 @@ from pathlib import Path
 __all__ = ["main", "parse_range"]
 
 OK, FAILED, BAD_INPUT = 0, 1, 2
+_TEXT_COMMANDS = ("prove", "explain")       # input is only text: no traceback is the user's business
 
 
 class BadInput(Exception):
@@ -234,8 +235,17 @@ def cmd_report(args) -> int:
 def cmd_serve(args) -> int:
     from shapeproof.shapes.service import serve
 
-    serve(args.host, args.port)
+    try:
+        serve(args.host, args.port)
+    except OSError as exc:                 # the address is taken, or not this machine's
+        raise BadInput(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     return OK
+
+
+def _port(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and 0 <= int(text) <= 65535):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)")
+    return int(text)
 
 
 # ---------------------------------------------------------------------------- main
@@ -277,7 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="HTTP JSON service: /prove /explain /simplify /openapi.json")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=_port, default=8000)
     p.set_defaults(run=cmd_serve)
     return parser
 
@@ -293,6 +303,12 @@ def main(argv=None) -> int:
     except BadInput as exc:
         print(f"shapeproof: {exc}", file=sys.stderr)
         return BAD_INPUT
+    except Exception as exc:
+        if args.command not in _TEXT_COMMANDS:
+            raise                            # a model's own error: its traceback is the user's to read
+        print(f"shapeproof: internal error ({type(exc).__name__}: {str(exc)[:200]}); please report it with "
+              "the command line", file=sys.stderr)
+        return FAILED
 
 
 if __name__ == "__main__":

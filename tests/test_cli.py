@@ -92,3 +92,24 @@ def test_explain_jsonl_whose_message_is_not_a_string_is_bad_input(tmp_path, caps
         assert "errors.jsonl:2" in err and "Traceback" not in err
     path.write_text(json.dumps({"message": MESSAGE}) + "\n\n")
     assert main(["explain", str(path)]) == 1
+
+
+def test_no_traceback_from_text_the_engine_cannot_handle():
+    """``1/(x/y)`` made the solver raise TypeError (issue 14): the command says so in one line."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "shapeproof", "prove", "1/(x/y) > 0", "--range", "x=1:5"],
+                         check=False, capture_output=True, text=True, timeout=120)
+    assert run.returncode in (1, 2) and "Traceback" not in run.stdout + run.stderr
+
+
+def test_serve_on_a_bad_or_taken_port_is_bad_input(capsys):
+    import socket
+
+    assert main(["serve", "--port", "99999"]) == 2
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        assert main(["serve", "--port", str(taken.getsockname()[1])]) == 2
+    assert "cannot listen" in capsys.readouterr().err

@@ -213,3 +213,17 @@ def test_connections_past_the_limit_get_503_and_the_server_recovers(strict_serve
             sock.close()
     time.sleep(0.5)
     assert call(strict_server, "POST", "/prove", {"goal": "T >= 0", "ranges": {"T": [0, 9]}})[0] == 200
+
+
+@pytest.mark.parametrize("path, body, field", [
+    ("/explain", {"guard": "((a+b+k)**16)**16 > 0", "timeout": 1}, "status"),
+    ("/explain", {"message": "Not all values of T = L['x'].size()[1] in the specified range T <= 1024 satisfy "
+                             "the generated guard ((L['x'].size()[1]+1)**16)**16 > 0.", "timeout": 1}, "guards"),
+    ("/simplify", {"expr": "((a+b+k)**16)**16", "timeout": 1}, "simplified"),
+])
+def test_every_endpoint_answers_within_its_budget(server, path, body, field):
+    """The budget bounds the whole work of a request: an explain makes dozens of solver calls."""
+    start = time.perf_counter()
+    status, payload = call(server, "POST", path, body)
+    assert status == 200 and field in payload
+    assert time.perf_counter() - start < 1 + 0.5 + 2
