@@ -94,7 +94,8 @@ class WorkerPool:
         """Run ``request`` on a worker; ``due`` is a ``time.monotonic()`` instant.
 
         Waits for a free worker until ``due`` ("busy" after that), then for
-        the answer until ``due + grace``, when the worker is killed.
+        the answer: at ``due`` the worker is told to stop ("timeout"), and at
+        ``due + grace`` it is killed if it has not.
         """
         worker = self._acquire(due)
         if worker is None:

@@ -260,3 +260,17 @@ def test_a_file_that_is_not_a_package_raises_package_error(tmp_path):
     empty.write_bytes(_zip({}))
     with pytest.raises(PackageError, match="manifest"):
         load_split(empty)
+
+
+def test_a_graph_node_that_is_not_a_torch_operator_is_refused(package, tmp_path):
+    """What stays trusted: torch's verifier refuses such a node when the program is built."""
+    def edit(entries):
+        name = _member_file(entries, "models/model.json")
+        model = json.loads(entries[name])
+        node = next(n for n in model["graph_module"]["graph"]["nodes"] if n["target"].startswith("torch.ops.aten"))
+        node["target"], node["inputs"] = "torch.serialization.os.getcwd", []
+        entries[name] = json.dumps(model).encode()
+        return entries
+
+    with pytest.raises(PackageError, match="not an allowed operator"):
+        load_split(_with_member(package, tmp_path / "crafted.zip", edit))
