@@ -21,6 +21,7 @@ from pathlib import Path
 __all__ = ["main", "parse_range"]
 
 OK, FAILED, BAD_INPUT = 0, 1, 2
+_TEXT_COMMANDS = ("prove", "explain")       # input is only text: no traceback is the user's business
 
 
 class BadInput(Exception):
@@ -29,16 +30,40 @@ class BadInput(Exception):
 
 def parse_range(text: str) -> tuple[str, tuple]:
     """``L=2:4096`` -> ``("L", (2, 4096))``; ``L=2:`` is unbounded above, ``S=2`` means exactly 2."""
+    from shapeproof.shapes.inputs import InputError, check_name, check_span, parse_int
+
     name, sep, span = text.partition("=")
-    if not sep or not name.isidentifier():
-        raise BadInput(f"bad --range {text!r}: use NAME=LO:HI, NAME=LO: or NAME=VALUE")
     try:
+        if not sep:
+            raise InputError("use NAME=LO:HI, NAME=LO: or NAME=VALUE")
+        check_name(name)
         if ":" in span:
             lo, hi = span.split(":", 1)
-            return name, (int(lo) if lo.strip() else None, int(hi) if hi.strip() else None)
-        return name, (int(span), int(span))
-    except ValueError:
-        raise BadInput(f"bad --range {text!r}: bounds must be integers") from None
+            bounds = (parse_int(lo) if lo.strip() else None, parse_int(hi) if hi.strip() else None)
+        else:
+            bounds = (parse_int(span),) * 2
+        return name, check_span(name, *bounds)
+    except InputError as exc:
+        raise BadInput(f"bad --range {text!r}: {exc}") from None
+
+
+def _seconds(text: str) -> float:
+    """argparse type of ``--timeout``: finite and positive (``-1``, ``nan`` and ``inf`` are refused)."""
+    from shapeproof.shapes.inputs import InputError, check_seconds
+
+    try:
+        if not text.isascii():               # float() also reads non-ASCII digits
+            raise InputError(f"{text!r} is not a number (ASCII digits)")
+        return check_seconds(float(text))
+    except ValueError as exc:                # InputError is one
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _check_strategy(name: str) -> None:
+    from shapeproof.solver.api import STRATEGIES
+
+    if name not in STRATEGIES:
+        raise BadInput(f"unknown strategy {name!r}: one of {', '.join(sorted(STRATEGIES))}")
 
 
 # ---------------------------------------------------------------------------- prove / explain
@@ -46,6 +71,7 @@ def parse_range(text: str) -> tuple[str, tuple]:
 def cmd_prove(args) -> int:
     from shapeproof.solver import ParseError, prove
 
+    _check_strategy(args.strategy)
     ranges = dict(parse_range(r) for r in args.range)
     try:
         v = prove(args.guard, ranges=ranges, facts=args.fact, strategy=args.strategy, timeout=args.timeout)
@@ -72,21 +98,35 @@ def _read_texts(source: str) -> list[str]:
         return [sys.stdin.read()]
     path = Path(source) if len(source) < 4096 and "\n" not in source else None
     if path is not None and path.is_file():
-        text = path.read_text(errors="replace")
-        if path.suffix == ".jsonl":
-            try:
-                return [json.loads(line).get("message", "") for line in text.splitlines() if line.strip()]
-            except (ValueError, AttributeError):
-                raise BadInput(f"{source}: expected one JSON object with a 'message' per line") from None
-        return [text]
+        try:
+            text = path.read_text(errors="replace")
+        except OSError as exc:
+            raise BadInput(f"cannot read {source}: {exc.strerror or exc}") from None
+        return _jsonl_messages(source, text) if path.suffix == ".jsonl" else [text]
     if path is not None and path.suffix in (".log", ".txt", ".jsonl", ".json"):
         raise BadInput(f"no such file: {source}")
     return [source]
 
 
+def _jsonl_messages(source: str, text: str) -> list[str]:
+    messages = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            record = None
+        if not isinstance(record, dict) or not isinstance(record.get("message"), str):
+            raise BadInput(f"{source}:{number}: expected a JSON object whose 'message' is a string")
+        messages.append(record["message"])
+    return messages
+
+
 def cmd_explain(args) -> int:
     from shapeproof.shapes.torch_messages import explain_torch_error
 
+    _check_strategy(args.strategy)
     results = [pair for text in _read_texts(args.source)
                for pair in explain_torch_error(text, strategy=args.strategy, timeout=args.timeout)]
     if not results:
@@ -195,8 +235,17 @@ def cmd_report(args) -> int:
 def cmd_serve(args) -> int:
     from shapeproof.shapes.service import serve
 
-    serve(args.host, args.port)
+    try:
+        serve(args.host, args.port)
+    except OSError as exc:                 # the address is taken, or not this machine's
+        raise BadInput(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     return OK
+
+
+def _port(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and 0 <= int(text) <= 65535):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)")
+    return int(text)
 
 
 # ---------------------------------------------------------------------------- main
@@ -211,14 +260,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--range", action="append", default=[], metavar="NAME=LO:HI")
     p.add_argument("--fact", action="append", default=[], help="a condition assumed true (repeatable)")
     p.add_argument("--strategy", default="cascade")
-    p.add_argument("--timeout", type=float, default=2.0)
+    p.add_argument("--timeout", type=_seconds, default=2.0, help="seconds per solver call")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_prove)
 
     p = sub.add_parser("explain", help="explain every guard in torch.export's error text, a log file, or - (stdin)")
     p.add_argument("source")
     p.add_argument("--strategy", default="cascade")
-    p.add_argument("--timeout", type=float, default=2.0)
+    p.add_argument("--timeout", type=_seconds, default=2.0, help="seconds per solver call")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_explain)
 
@@ -238,7 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="HTTP JSON service: /prove /explain /simplify /openapi.json")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=_port, default=8000)
     p.set_defaults(run=cmd_serve)
     return parser
 
@@ -254,6 +303,12 @@ def main(argv=None) -> int:
     except BadInput as exc:
         print(f"shapeproof: {exc}", file=sys.stderr)
         return BAD_INPUT
+    except Exception as exc:
+        if args.command not in _TEXT_COMMANDS:
+            raise                            # a model's own error: its traceback is the user's to read
+        print(f"shapeproof: internal error ({type(exc).__name__}: {str(exc)[:200]}); please report it with "
+              "the command line", file=sys.stderr)
+        return FAILED
 
 
 if __name__ == "__main__":

@@ -12,6 +12,12 @@ inputs it was not traced for.  The package format (``save``/``load``) is a zip:
     region_<i>.pt2      torch.export.save of each member
 
 Predicates are stored as text and read back with shapeproof's safe parser.
+
+``load_split`` runs no code from the package: the manifest is checked
+field by field (``PackageError`` for anything malformed), and each member
+archive is checked by ``package.check_member`` (sizes, zip bombs, no pickle,
+no compiled code, only plain symbolic text) before ``torch.export.load``
+reads it; ``package.py`` lists what stays trusted.
 """
 from __future__ import annotations
 
@@ -24,12 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from shapeproof.shapes.inputs import InputError, check_name, check_span
 from shapeproof.solver import formula as F
 from shapeproof.solver.evaluate import evaluate_term, truth
-from shapeproof.solver.parse import parse_condition, parse_term
+from shapeproof.solver.parse import ParseError, parse_condition, parse_term
 from shapeproof.solver.terms import symbol
 
-__all__ = ["FORMAT", "SplitProgram", "load_split"]
+from .package import Caps, PackageError, check_member, open_archive, read_json
+
+__all__ = ["FORMAT", "PackageError", "SplitProgram", "load_split"]
 
 FORMAT = "shapeproof.split/1"
 _SOURCE = re.compile(r"L((?:\[[^\]]+\])+)\.size\(\)\[(\d+)\]")
@@ -83,16 +92,66 @@ class SplitProgram:
         return path
 
 
-def load_split(path) -> SplitProgram:
-    """Read a package written by ``SplitProgram.save``."""
-    with zipfile.ZipFile(path) as zf:
-        manifest = json.loads(zf.read("manifest.json"))
-        if manifest.get("format") != FORMAT:
-            raise ValueError(f"{path} is not a {FORMAT} package")
-        programs = [torch.export.load(io.BytesIO(zf.read(r["program"]))) for r in manifest["regions"]]
-    predicates = [parse_condition(r["predicate"]) for r in manifest["regions"]]
-    return SplitProgram(programs, predicates, manifest["variables"],
-                        {k: tuple(v) for k, v in manifest["box"].items()}, manifest["params"])
+def load_split(path, caps: Caps | None = None) -> SplitProgram:
+    """Read a package written by ``SplitProgram.save``; raises ``PackageError`` for any bad package."""
+    caps = caps or Caps()
+    archive, entries = open_archive(path, caps, str(path))
+    with archive:
+        manifest = _manifest(read_json(archive, entries, "manifest.json", caps, str(path)), entries)
+        programs = []
+        for i, region in enumerate(manifest["regions"]):
+            what = f"{path}: region {i} ({region['program']})"
+            data = archive.read(region["program"])
+            check_member(data, caps, what)
+            try:
+                programs.append(torch.export.load(io.BytesIO(data)))
+            except Exception as exc:          # torch raises many types for a bad archive
+                raise PackageError(f"{what}: torch could not load it: {type(exc).__name__}: {exc}") from exc
+    return SplitProgram(programs, [r["predicate"] for r in manifest["regions"]], manifest["variables"],
+                        manifest["box"], manifest["params"])
+
+
+def _manifest(raw, entries: dict) -> dict:
+    """The manifest with its predicates parsed and its box as tuples, every field checked."""
+    def bad(why: str) -> PackageError:
+        return PackageError(f"bad manifest: {why}")
+
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        raise bad(f"not a {FORMAT} package")
+    missing = {"params", "variables", "box", "regions"} - raw.keys()
+    if missing:
+        raise bad(f"missing {sorted(missing)}")
+    params, variables, box, regions = raw["params"], raw["variables"], raw["box"], raw["regions"]
+    if not isinstance(params, list) or not all(isinstance(p, str) and p.isidentifier() for p in params):
+        raise bad("'params' must list the forward parameters' names")
+    if not isinstance(variables, dict) or not isinstance(box, dict) or variables.keys() != box.keys():
+        raise bad("'variables' and 'box' must map the same names")
+    spans = {}
+    try:
+        for name, text in variables.items():
+            check_name(name)
+            if not isinstance(text, str):
+                raise bad(f"variable {name} is not text")
+            parse_term(_read_sizes(text))
+            span = box[name]
+            if not isinstance(span, list) or len(span) != 2:
+                raise bad(f"the box of {name} is not [lo, hi]")
+            spans[name] = check_span(name, *span)
+        if not isinstance(regions, list) or not regions:
+            raise bad("'regions' must be a non-empty list")
+        predicates = []
+        for region in regions:
+            if (not isinstance(region, dict) or not isinstance(region.get("predicate"), str)
+                    or region.get("program") not in entries or not str(region["program"]).endswith(".pt2")):
+                raise bad("each region needs a 'predicate' and the name of its .pt2 entry")
+            predicate = parse_condition(region["predicate"])
+            if not {s.name for s in predicate.free_symbols} <= variables.keys():
+                raise bad(f"predicate {region['predicate'][:80]!r} uses names outside 'variables'")
+            predicates.append(predicate)
+    except (InputError, ParseError, RecursionError) as exc:
+        raise bad(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    regions = [{"predicate": p, "program": r["program"]} for p, r in zip(predicates, regions)]
+    return {"params": params, "variables": dict(variables), "box": spans, "regions": regions}
 
 
 def _read_sizes(text: str) -> str:

@@ -5,156 +5,57 @@
     POST /simplify  {"expr": "...", "ranges": {...}}
     GET  /health, GET /openapi.json
 
-Standard library only (``ThreadingHTTPServer``).  Every input is guard text
-read by the safe parser with tight limits; bodies, strings and solver time
-are capped; concurrent solver calls are bounded by a semaphore; every error
-is a JSON object ``{"error": ..., "detail": ...}`` with a 4xx/5xx status and
-never a traceback.
+Standard library only (``ThreadingHTTPServer``).  Every field is checked for
+type and range before any work (``endpoints.task``: 400 otherwise); guard
+text is read by the safe parser with tight limits, in a worker.
+
+A request's ``timeout`` (default 2 s, capped at 5 s) bounds its whole work,
+parsing included, counted from the moment its connection was accepted: the
+work runs in a worker process (``workers.WorkerPool``) that is told to stop
+at the timeout and killed ``grace`` (0.5 s) later if it has not, so no
+request's work outlasts timeout + 0.5 s from its accept, and its answer
+follows as soon as the server gets the CPU to send it (``bench.service_load``
+measured 1.55-1.97 s for the slowest 1 s request on a busy 2-core machine);
+work that was stopped answers *unknown* with a reason that starts with
+"stopped".  Expensive work is paused to one CPU, so it cannot
+starve cheap requests.  A request that finds every worker busy until its
+timeout gets 503.  A connection that sends nothing for ``idle_timeout`` (10
+s) or has not delivered its request within ``read_timeout`` (30 s) is
+closed; past ``max_connections`` (256) open connections, new ones get 503.
+Every error is a JSON object ``{"error": ..., "detail": ..., "status": ...}``,
+never a traceback.  A script that calls ``make_server`` must guard its main
+code with ``if __name__ == "__main__"`` (multiprocessing re-imports it).
 """
 from __future__ import annotations
 
 import json
+import socket
+import sys
 import threading
-from dataclasses import dataclass, field
+import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from shapeproof.solver import formula as F
-from shapeproof.solver.api import STRATEGIES, prove, simplify
-from shapeproof.solver.parse import Limits, ParseError, parse, parse_condition
-from shapeproof.solver.terms import term_str
+from shapeproof.solver.api import STRATEGIES
 
-from .standalone import explain_guard
-from .torch_messages import explain_torch_error
+from .endpoints import ROUTES, BadRequest, ServiceLimits, stopped, task
+from .workers import WorkerPool
 
 __all__ = ["OPENAPI_PATH", "ServiceLimits", "make_server", "serve"]
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")
+_MIN_WORK = 0.05                    # seconds of work a request gets even if reading it used its budget
 _DRAIN_LIMIT = 32 * 1024 * 1024     # bodies up to this size are read and discarded before a 413
-
-
-@dataclass(frozen=True)
-class ServiceLimits:
-    max_body: int = 64 * 1024           # bytes of a request body
-    max_text: int = 4096                # characters of one expression
-    max_facts: int = 32
-    max_symbols: int = 16
-    max_timeout: float = 5.0            # seconds of solver time per request
-    max_concurrent: int = 8             # solver calls at once; more wait, then get 503
-    max_message: int = 32 * 1024        # characters of a torch error message
-    max_guards: int = 24                # guards explained from one message
-    parse: Limits = field(default_factory=lambda: Limits(max_chars=4096, max_depth=48, max_int_digits=30,
-                                                         max_exponent=16))
-
-
-class BadRequest(Exception):
-    def __init__(self, status: HTTPStatus, error: str, detail: str = ""):
-        super().__init__(error)
-        self.status, self.error, self.detail = status, error, detail
-
-
-def _text(body: dict, key: str, limits: ServiceLimits, cap: int | None = None) -> str:
-    value = body.get(key)
-    if not isinstance(value, str):
-        raise BadRequest(HTTPStatus.BAD_REQUEST, f"'{key}' must be a string")
-    if len(value) > (cap or limits.max_text):
-        raise BadRequest(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"'{key}' is longer than {cap or limits.max_text} "
-                                                              "characters")
-    return value
-
-
-def _condition(text: str, limits: ServiceLimits) -> F.Formula:
-    try:
-        return parse_condition(text, limits.parse)
-    except ParseError as exc:
-        raise BadRequest(HTTPStatus.BAD_REQUEST, "not a guard", str(exc)) from None
-    except RecursionError:
-        raise BadRequest(HTTPStatus.BAD_REQUEST, "expression nested too deeply") from None
-
-
-def _ranges(body: dict, limits: ServiceLimits) -> dict:
-    raw = body.get("ranges", {})
-    if not isinstance(raw, dict) or len(raw) > limits.max_symbols:
-        raise BadRequest(HTTPStatus.BAD_REQUEST, f"'ranges' must map at most {limits.max_symbols} names to [lo, hi]")
-    out = {}
-    for name, span in raw.items():
-        if (not isinstance(name, str) or not name.isidentifier() or not isinstance(span, list) or len(span) != 2
-                or any(v is not None and (not isinstance(v, int) or isinstance(v, bool) or abs(v) > 10 ** 18)
-                       for v in span)):
-            raise BadRequest(HTTPStatus.BAD_REQUEST, f"bad range for {name!r}: use [lo, hi] with ints or null")
-        out[name] = (span[0], span[1])
-    return out
-
-
-def _timeout(body: dict, limits: ServiceLimits) -> float:
-    value = body.get("timeout", 2.0)
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-        raise BadRequest(HTTPStatus.BAD_REQUEST, "'timeout' must be a positive number of seconds")
-    return min(float(value), limits.max_timeout)
-
-
-def _strategy(body: dict) -> str:
-    name = body.get("strategy", "cascade")
-    if name not in STRATEGIES:
-        raise BadRequest(HTTPStatus.BAD_REQUEST, f"unknown strategy {name!r}", f"one of {sorted(STRATEGIES)}")
-    return name
-
-
-# ---------------------------------------------------------------------------- endpoints
-
-def do_prove(body: dict, limits: ServiceLimits) -> dict:
-    goal = _condition(_text(body, "goal", limits), limits)
-    facts = body.get("facts", [])
-    if not isinstance(facts, list) or len(facts) > limits.max_facts:
-        raise BadRequest(HTTPStatus.BAD_REQUEST, f"'facts' must be a list of at most {limits.max_facts} strings")
-    parsed = [_condition(_text({"fact": f}, "fact", limits), limits) for f in facts]
-    v = prove(goal, ranges=_ranges(body, limits), facts=parsed, strategy=_strategy(body),
-              timeout=_timeout(body, limits))
-    return {"status": v.status.value, "counterexample": v.counterexample, "strategy": v.strategy,
-            "seconds": v.seconds, "reason": v.reason}
-
-
-def do_explain(body: dict, limits: ServiceLimits) -> dict:
-    timeout = _timeout(body, limits)
-    if "message" in body:
-        message = _text(body, "message", limits, cap=limits.max_message)
-        # one budget for the whole message: guards past it come back "not checked" instead of a slow answer
-        results = explain_torch_error(message, timeout=timeout, max_guards=limits.max_guards,
-                                      budget=2 * limits.max_timeout)
-        return {"guards": [{"guard": found.guard, "kind": found.kind, **ex.to_dict()} for found, ex in results]}
-    text = _text(body, "guard", limits)
-    _condition(text, limits)                      # reject bad text with the service's limits first
-    sources = body.get("sources", {})
-    if not isinstance(sources, dict) or not all(isinstance(k, str) and isinstance(v, str) and len(v) < 200
-                                                for k, v in sources.items()):
-        raise BadRequest(HTTPStatus.BAD_REQUEST, "'sources' must map names to short strings")
-    try:
-        ex = explain_guard(text, _ranges(body, limits), sources=sources, timeout=timeout)
-    except ValueError as exc:                     # a constant guard: nothing to explain
-        raise BadRequest(HTTPStatus.BAD_REQUEST, str(exc)) from None
-    return {**ex.to_dict(), "text": ex.text}
-
-
-def do_simplify(body: dict, limits: ServiceLimits) -> dict:
-    text = _text(body, "expr", limits)
-    try:
-        value = parse(text, limits.parse)
-    except ParseError as exc:
-        raise BadRequest(HTTPStatus.BAD_REQUEST, "not an expression", str(exc)) from None
-    except RecursionError:
-        raise BadRequest(HTTPStatus.BAD_REQUEST, "expression nested too deeply") from None
-    result = simplify(value, _ranges(body, limits), timeout=_timeout(body, limits))
-    return {"simplified": str(result) if isinstance(result, F.Formula) else term_str(result)}
-
-
-ROUTES = {"/prove": do_prove, "/explain": do_explain, "/simplify": do_simplify}
+_BUSY_BODY = json.dumps({"error": "busy: too many connections, retry", "detail": "", "status": 503}).encode()
+_BUSY = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
+         b"Content-Length: %d\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY))
 
 
 class Handler(BaseHTTPRequestHandler):
     server_version = "shapeproof"
     limits: ServiceLimits = ServiceLimits()
-    slots: threading.BoundedSemaphore
+    pool: WorkerPool
 
     def log_message(self, format, *args):
         pass
@@ -171,17 +72,43 @@ class Handler(BaseHTTPRequestHandler):
         self._send(status, {"error": error, "detail": detail, "status": int(status)})
 
     def do_GET(self):
+        self.server.done_reading(self.connection)
         if self.path == "/health":
-            self._send(HTTPStatus.OK, {"status": "ok", "strategies": sorted(STRATEGIES)})
+            self._send(HTTPStatus.OK, {"status": "ok", "strategies": sorted(STRATEGIES), **self.pool.stats()})
         elif self.path == "/openapi.json":
             self._send(HTTPStatus.OK, json.loads(OPENAPI_PATH.read_text()))
         else:
             self._error(HTTPStatus.NOT_FOUND, f"no such endpoint: GET {self.path[:100]}")
 
     def do_POST(self):
-        handler = ROUTES.get(self.path)
-        if handler is None:
+        if self.path not in ROUTES:
+            self.server.done_reading(self.connection)
             return self._error(HTTPStatus.NOT_FOUND, f"no such endpoint: POST {self.path[:100]}")
+        body = self._body()
+        accepted = self.server.done_reading(self.connection)
+        if body is None:
+            return
+        try:
+            work = task(self.path, body, self.limits)
+        except BadRequest as exc:
+            return self._send(exc.status, exc.payload())
+        # the budget counts from the accept: waiting for a thread on a busy machine is the client's
+        # wait too (a client slow to send its body still gets _MIN_WORK)
+        due = max(accepted + work["budget"], time.monotonic() + _MIN_WORK)
+        start = due - work["budget"]
+        reply = self.pool.call(work, due=due, grace=self.limits.grace)
+        if reply.kind == "answer":
+            return self._send(HTTPStatus(reply.body["status"]), reply.body["body"])
+        if reply.kind == "busy":
+            return self._error(HTTPStatus.SERVICE_UNAVAILABLE, "busy: every solver process was taken until "
+                               "this request's timeout, retry")
+        reason = {"timeout": f"stopped at the request's time limit ({work['budget']:g} s)",
+                  "memory": f"stopped: the work reached the memory limit ({self.limits.worker_memory >> 20} MiB)",
+                  "died": "stopped: the solver process ended unexpectedly"}[reply.kind]
+        self._send(HTTPStatus.OK, stopped(work, reason, round(time.monotonic() - start, 3)))
+
+    def _body(self) -> dict | None:
+        """The JSON object posted, or None after answering why there is none."""
         try:
             length = int(self.headers.get("Content-Length", ""))
         except ValueError:
@@ -199,31 +126,84 @@ class Handler(BaseHTTPRequestHandler):
             return self._error(HTTPStatus.BAD_REQUEST, "body is not JSON")
         if not isinstance(body, dict):
             return self._error(HTTPStatus.BAD_REQUEST, "body must be a JSON object")
-        if not self.slots.acquire(timeout=self.limits.max_timeout):
-            return self._error(HTTPStatus.SERVICE_UNAVAILABLE, "busy: too many requests at once, retry")
-        try:
-            self._send(HTTPStatus.OK, handler(body, self.limits))
-        except BadRequest as exc:
-            self._error(exc.status, exc.error, exc.detail)
-        except Exception as exc:  # noqa: BLE001 - never a traceback to the client; the reason only
-            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error", type(exc).__name__)
-        finally:
-            self.slots.release()
+        return body
 
 
 class _Server(ThreadingHTTPServer):
+    """Bounds connections: how many, how long one may stay silent, and how long reading a request takes."""
+
     # socketserver listens with a backlog of 5: a burst of clients connecting at once
     # overflows it and the kernel resets connections (seen in CI with 16 clients).
     request_queue_size = 128
     daemon_threads = True
 
+    def __init__(self, address, handler, limits: ServiceLimits, pool: WorkerPool):
+        self.limits, self.pool = limits, pool
+        self._reading: dict[socket.socket, tuple] = {}      # connection -> (accepted, request read by)
+        self._open = 0
+        self._lock = threading.Lock()
+        super().__init__(address, handler)
 
-def make_server(host: str = "127.0.0.1", port: int = 8000, limits: ServiceLimits = ServiceLimits()
+    def process_request(self, request, client_address):
+        with self._lock:
+            full = self._open >= self.limits.max_connections
+            if not full:
+                self._open += 1
+                now = time.monotonic()
+                self._reading[request] = (now, now + self.limits.read_timeout)
+        if full:
+            try:
+                request.setblocking(False)
+                request.send(_BUSY)
+            except OSError:
+                pass
+            return super().shutdown_request(request)
+        super().process_request(request, client_address)
+
+    def done_reading(self, request) -> float:
+        """The request has been read: no read deadline any more.  Returns when it was accepted."""
+        with self._lock:
+            accepted, _ = self._reading.pop(request, (time.monotonic(), None))
+        return accepted
+
+    def shutdown_request(self, request):
+        with self._lock:
+            self._reading.pop(request, None)
+            self._open -= 1
+        super().shutdown_request(request)
+
+    def service_actions(self):
+        """Every poll of ``serve_forever`` (0.5 s): end the reads that are overdue."""
+        now = time.monotonic()
+        with self._lock:
+            late = [sock for sock, (_, due) in self._reading.items() if due < now]
+        for sock in late:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)   # the handler's blocked read returns, and its thread ends
+            except OSError:
+                pass
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], OSError):     # a client that left is no error of ours
+            super().handle_error(request, client_address)
+
+    def server_close(self):
+        super().server_close()
+        self.pool.close()
+
+
+def make_server(host: str = "127.0.0.1", port: int = 8000, limits: ServiceLimits | None = None
                 ) -> ThreadingHTTPServer:
-    """A server bound to ``host:port`` (port 0 picks a free one); call ``serve_forever()`` on it."""
-    handler = type("ShapeproofHandler", (Handler,), {"limits": limits,
-                                                     "slots": threading.BoundedSemaphore(limits.max_concurrent)})
-    return _Server((host, port), handler)
+    """A server bound to ``host:port`` (port 0 picks a free one) with its workers started;
+    call ``serve_forever()`` on it, and ``server_close()`` to stop the workers."""
+    limits = limits or ServiceLimits()
+    pool = WorkerPool("shapeproof.shapes.endpoints:run", preload=["shapeproof.shapes.service_warm"],
+                      size=limits.max_workers, memory_bytes=limits.worker_memory)
+    handler = type("ShapeproofHandler", (Handler,), {"limits": limits, "pool": pool,
+                                                     "timeout": limits.idle_timeout})
+    server = _Server((host, port), handler, limits, pool)
+    pool.start()
+    return server
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000) -> None:

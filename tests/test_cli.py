@@ -55,3 +55,61 @@ def test_export_and_report(tmp_path, capsys):
     assert "export failed" in page.read_text()
     assert main(["export", f"{MODELS}:nope"]) == 2
     assert main(["export", "not_a_module_anywhere:f"]) == 2
+
+
+def test_empty_range_is_bad_input_not_a_vacuous_proof(capsys):
+    assert main(["prove", "T > 10000", "--range", "T=4096:2"]) == 2
+    assert "empty" in capsys.readouterr().err
+    assert main(["prove", "T > 10000", "--range", "T=5:5"]) == 1     # a single point is a range
+
+
+def test_non_ascii_digits_and_names_in_ranges_are_bad_input(capsys):
+    for spec in ("T=٣:٥", "T=3:٥", "T=４", "T٣=3:5"):
+        assert main(["prove", "T > 0", "--range", spec]) == 2, spec
+        assert "bad --range" in capsys.readouterr().err
+
+
+def test_timeout_must_be_finite_and_positive(capsys):
+    for value in ("-1", "0", "nan", "inf", "-inf", "٣"):
+        assert main(["prove", "T > 0", "--range", "T=1:9", "--timeout", value]) == 2, value
+        assert "timeout" in capsys.readouterr().err
+        assert main(["explain", MESSAGE, "--timeout", value]) == 2, value
+    assert main(["prove", "T > 0", "--range", "T=1:9", "--timeout", "0.5"]) == 0
+
+
+def test_unknown_strategy_is_bad_input(capsys):
+    assert main(["prove", "T > 0", "--strategy", "exec"]) == 2
+    assert main(["explain", MESSAGE, "--strategy", "exec"]) == 2
+    assert "unknown strategy" in capsys.readouterr().err
+
+
+def test_explain_jsonl_whose_message_is_not_a_string_is_bad_input(tmp_path, capsys):
+    for line in ('{"message": 5}', '{"message": ["x"]}', '[1, 2]', '{"text": "x"}', '{not json'):
+        path = tmp_path / "errors.jsonl"
+        path.write_text(json.dumps({"message": MESSAGE}) + "\n" + line + "\n")
+        assert main(["explain", str(path)]) == 2, line
+        err = capsys.readouterr().err
+        assert "errors.jsonl:2" in err and "Traceback" not in err
+    path.write_text(json.dumps({"message": MESSAGE}) + "\n\n")
+    assert main(["explain", str(path)]) == 1
+
+
+def test_no_traceback_from_text_the_engine_cannot_handle():
+    """``1/(x/y)`` made the solver raise TypeError (issue 14): the command says so in one line."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "shapeproof", "prove", "1/(x/y) > 0", "--range", "x=1:5"],
+                         check=False, capture_output=True, text=True, timeout=120)
+    assert run.returncode in (1, 2) and "Traceback" not in run.stdout + run.stderr
+
+
+def test_serve_on_a_bad_or_taken_port_is_bad_input(capsys):
+    import socket
+
+    assert main(["serve", "--port", "99999"]) == 2
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        assert main(["serve", "--port", str(taken.getsockname()[1])]) == 2
+    assert "cannot listen" in capsys.readouterr().err

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -86,3 +87,143 @@ def test_hostile_input_gets_json_4xx_within_the_time_limit(server, body, raw, ex
 def test_unknown_paths_and_methods(server):
     assert call(server, "GET", "/nope")[0] == 404
     assert call(server, "POST", "/nope", {})[0] == 404
+
+
+@pytest.mark.parametrize("body, raw", [
+    ({"goal": "T > 0", "strategy": []}, None),
+    ({"goal": "T > 0", "strategy": {}}, None),
+    (None, b'{"goal": "T > 0", "timeout": NaN}'),
+    (None, b'{"goal": "T > 0", "timeout": Infinity}'),
+    (None, b'{"goal": "T > 0", "timeout": -Infinity}'),
+    ({"goal": "T > 0", "timeout": 0}, None),
+    ({"goal": "T > 0", "timeout": "2"}, None),
+    ({"goal": "T > 0", "timeout": True}, None),
+    (None, b'{"goal": "T > 0", "timeout": 1' + b"0" * 400 + b"}"),
+    ({"goal": "T > 9", "ranges": {"T": [4096, 2]}}, None),
+    ({"goal": "T > 0", "ranges": {"T": [1, 2.5]}}, None),
+    ({"goal": "T > 0", "ranges": {"T": [True, 2]}}, None),
+    ({"goal": "T > 0", "ranges": {"T": [1, 2, 3]}}, None),
+    ({"goal": "T > 0", "ranges": {"T٣": [1, 2]}}, None),
+    ({"goal": "T > 0", "ranges": [1, 2]}, None),
+    ({"goal": "T > 0", "ranges": {"T": [1, 10 ** 19]}}, None),
+    ({"goal": "T > 0", "facts": "T > 1"}, None),
+    ({"goal": "T > 0", "facts": [1]}, None),
+    ({"goal": ["T > 0"]}, None),
+    ({"goal": "T > 0", "timout": 1}, None),
+])
+def test_malformed_fields_get_400_json(server, body, raw):
+    status, payload = call(server, "POST", "/prove", body, raw)
+    assert status == 400, payload
+    assert set(payload) >= {"error", "status"} and payload["status"] == 400
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/explain", {"guard": "T > 0", "sources": ["x"]}),
+    ("/explain", {"guard": "T > 0", "sources": {"T": 5}}),
+    ("/explain", {"guard": "T > 0", "sources": {"no name": "x"}}),
+    ("/explain", {"message": 5}),
+    ("/explain", {"message": "x", "guard": "T > 0"}),
+    ("/explain", {"guard": "T > 0", "strategy": "z3"}),
+    ("/simplify", {"expr": None}),
+    ("/simplify", {"expr": "T", "facts": []}),
+])
+def test_malformed_explain_and_simplify_get_400_json(server, path, body):
+    status, payload = call(server, "POST", path, body)
+    assert status == 400 and payload["status"] == 400, payload
+
+
+EXPENSIVE = {"goal": "((a+b+k)**16)**16 > 0", "timeout": 1}
+
+
+def test_an_expensive_request_answers_unknown_within_its_budget(server):
+    """Issue 14: this request used to hold a solver slot for minutes."""
+    start = time.perf_counter()
+    status, v = call(server, "POST", "/prove", EXPENSIVE)
+    assert status == 200 and v["status"] == "unknown" and v["reason"].startswith("stopped")
+    assert time.perf_counter() - start < 1 + 0.5 + 2     # budget + grace + generous transport
+
+
+def test_cheap_requests_are_answered_while_expensive_ones_run(server):
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        heavy = [pool.submit(call, server, "POST", "/prove", {**EXPENSIVE, "timeout": 3}) for _ in range(4)]
+        time.sleep(0.5)
+        start = time.perf_counter()
+        status, v = call(server, "POST", "/prove", {"goal": "(T % 4) != 0", "ranges": {"T": [2, 1024]}})
+        cheap = time.perf_counter() - start
+        assert status == 200 and v["counterexample"] == {"T": 4} and cheap < 10
+        assert all(f.result()[0] == 200 and f.result()[1]["status"] == "unknown" for f in heavy)
+
+
+@pytest.fixture(scope="module")
+def strict_server():
+    srv = make_server("127.0.0.1", 0, ServiceLimits(idle_timeout=1.0, read_timeout=3.0, max_connections=4))
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    yield srv.server_port
+    srv.shutdown()
+    srv.server_close()
+
+
+def _closed_after(sock: socket.socket, limit: float) -> float | None:
+    """Seconds until the server closes ``sock`` (None if it is still open after ``limit``)."""
+    sock.settimeout(limit)
+    start = time.perf_counter()
+    try:
+        while sock.recv(4096):
+            pass
+    except TimeoutError:
+        return None
+    except OSError:
+        pass
+    return time.perf_counter() - start
+
+
+def test_a_silent_connection_is_closed(strict_server):
+    with socket.create_connection(("127.0.0.1", strict_server)) as sock:
+        seconds = _closed_after(sock, 10)
+    assert seconds is not None and seconds < 5
+
+
+def test_a_trickling_request_is_cut_at_the_read_timeout(strict_server):
+    with socket.create_connection(("127.0.0.1", strict_server)) as sock:
+        start = time.perf_counter()
+        sock.settimeout(1)
+        closed = False
+        for byte in b"POST /prove HTTP/1.0\r\nContent-Length: 10000\r\n" + b"X-Pad: " + b"a" * 200:
+            try:
+                sock.send(bytes([byte]))
+            except OSError:
+                closed = True
+                break
+            time.sleep(0.5)                      # every byte within the idle timeout
+            if time.perf_counter() - start > 10:
+                break
+        closed = closed or _closed_after(sock, 5) is not None
+    assert closed and time.perf_counter() - start < 10
+
+
+def test_connections_past_the_limit_get_503_and_the_server_recovers(strict_server):
+    socks = [socket.create_connection(("127.0.0.1", strict_server)) for _ in range(4)]
+    try:
+        time.sleep(0.3)
+        status, payload = call(strict_server, "POST", "/prove", {"goal": "T > 0"})
+        assert status == 503 and payload["status"] == 503
+    finally:
+        for sock in socks:
+            sock.close()
+    time.sleep(0.5)
+    assert call(strict_server, "POST", "/prove", {"goal": "T >= 0", "ranges": {"T": [0, 9]}})[0] == 200
+
+
+@pytest.mark.parametrize("path, body, field", [
+    ("/explain", {"guard": "((a+b+k)**16)**16 > 0", "timeout": 1}, "status"),
+    ("/explain", {"message": "Not all values of T = L['x'].size()[1] in the specified range T <= 1024 satisfy "
+                             "the generated guard ((L['x'].size()[1]+1)**16)**16 > 0.", "timeout": 1}, "guards"),
+    ("/simplify", {"expr": "((a+b+k)**16)**16", "timeout": 1}, "simplified"),
+])
+def test_every_endpoint_answers_within_its_budget(server, path, body, field):
+    """The budget bounds the whole work of a request: an explain makes dozens of solver calls."""
+    start = time.perf_counter()
+    status, payload = call(server, "POST", path, body)
+    assert status == 200 and field in payload
+    assert time.perf_counter() - start < 1 + 0.5 + 2
