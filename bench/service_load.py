@@ -75,7 +75,8 @@ MALFORMED = [
 ]
 MIX = EASY + MODERATE + MALFORMED
 HUGE = ("/prove", b"x" * (10 * 1024 * 1024), 413)
-EXPENSIVE = ("/prove", {"goal": "((a+b+k)**16)**16 > 0", "timeout": 1}, 200)
+EXPENSIVE = ("/prove", {"goal": "((a+b+c+1)**8) % (a*b + 1) != 3",
+                         "ranges": {"a": [2, 100000], "b": [2, 100000], "c": [2, 100000]}, "timeout": 1}, 200)
 
 
 def _free_port() -> int:
