@@ -158,20 +158,29 @@ def _solvable_equation(f: F.Formula) -> bool:
             and Poly(difference, *syms).total_degree() <= 1)
 
 
-def _pinned(env, restrictions: list[Violation], strategy: str, timeout: float) -> list[Violation]:
-    """Restrictions that leave a ``Dim.DYNAMIC`` dim a single size: torch.export's "specialized" error."""
-    pinned = []
+def _pinned(env, restrictions: list[Violation], strategy: str, timeout: float) -> dict[int, Symbol]:
+    """Restrictions that leave a ``Dim.DYNAMIC`` dim a single size (torch.export's "specialized" error), by
+    ``id``, each with the dim: those on the dim alone that the solver shows allow only the example's size,
+    and every one on a dim the tracer specialized (``s*t == 10*t`` made torch replace ``s`` by 10)."""
+    pinned = {}
     for sym, info in env.symbols.items():
         if info.kind is not DimKind.DYNAMIC or info.hint is None:
             continue
-        own = [v for v in restrictions if v.lifted.free_symbols == {sym}]
-        if not own:
+        if info.fixed is not None:
+            pinned.update((id(v), sym) for v in restrictions if sym in v.lifted.free_symbols)
             continue
+        own = [v for v in restrictions if v.lifted.free_symbols == {sym}]
         only_hint = F.disj(F.neg(F.conj(*(v.lifted for v in own))), F.eq(sym, info.hint))
-        if info.fixed is not None or prove(only_hint, ranges={sym: info.range}, strategy=strategy,
-                                           timeout=timeout).proven:
-            pinned += own
+        if own and prove(only_hint, ranges={sym: info.range}, strategy=strategy, timeout=timeout).proven:
+            pinned.update((id(v), sym) for v in own)
     return pinned
+
+
+def _static_fix(env, sym: Symbol) -> Fix:
+    info = env.symbols[sym]
+    size = info.hint if info.fixed is None else info.fixed
+    return Fix("static", info.label, f"{info.label} only works as {size}: declare it Dim.STATIC or Dim.AUTO "
+               "(Dim.DYNAMIC may not become one size)", value=size)
 
 
 def produce_guards(env, strategy="cascade", timeout: float = 2.0) -> GuardReport:
@@ -193,10 +202,12 @@ def produce_guards(env, strategy="cascade", timeout: float = 2.0) -> GuardReport
             if at_declared.refuted:
                 zero_one.append(ZeroOneWarning(guard, _labelled(env, at_declared.counterexample)))
     pinned = _pinned(env, restrictions, strategy, timeout)
-    restrictions = [r for r in restrictions if all(r is not p for p in pinned)]
-    violations = sorted(violations + pinned, key=lambda v: v.guard.index)
+    violations = sorted(violations + [r for r in restrictions if id(r) in pinned], key=lambda v: v.guard.index)
+    restrictions = [r for r in restrictions if id(r) not in pinned]
     for violation in violations:
         violation.fixes = suggest_fixes(env, violation.guard, violation.lifted, timeout)
+        if id(violation) in pinned and not any(f.kind == "static" for f in violation.fixes):
+            violation.fixes.insert(0, _static_fix(env, pinned[id(violation)]))
     combined = joint_fixes(env, violations, timeout) if violations else None
     return GuardReport(list(env.guards), violations, unproven, zero_one, list(env.specialized), combined,
                        restrictions)
