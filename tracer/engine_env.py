@@ -22,6 +22,11 @@ Hooks and why:
   replacements and ``_guards_code`` stay consistent); the new records are
   mirrored into the engine with the user's source line.  Data-dependent
   errors are re-raised with the engine's explanation.
+
+The fake mode (``fake_mode``) follows sizes through small tensors and binds
+torch's unbacked symbol for such a value to its size expression
+(``size_tracking``); a binding to a constant waits for the next question
+(``evaluate_expr``, ``produce_guards_verbose`` and every op flush it).
 """
 from __future__ import annotations
 
@@ -39,9 +44,11 @@ from shapeproof.shapes import DataDependentError, DimKind, ShapeEnv, Source, cap
 from shapeproof.shapes.provenance import Provenance
 
 from .exact_cancel import exact_cancellation
+from .fake_mode import EngineFakeTensorMode
+from .size_tracking import small_buffers
 from .sympy_bridge import UnsupportedExpression, bounds_of, to_condition
 from .torch_internals import (
-    FakeTensorMode, GuardOnDataDependentSymNode, OpOverload, RelaxedUnspecConstraint, StrictMinMaxConstraint,
+    GuardOnDataDependentSymNode, OpOverload, RelaxedUnspecConstraint, StrictMinMaxConstraint,
     TorchShapeEnv, TracingContext, convert_guards_to_code, tracing, uninteresting_files,
 )
 
@@ -130,6 +137,7 @@ class EngineShapeEnv(TorchShapeEnv):
         self.unmirrored: list = []     # guards torch recorded that the engine cannot read (kept as input checks)
         self.mirrored: set[int] = set()  # indices into self.guards of guards the engine records and judges
         self._producing_guards = False
+        self.size_tracker = None       # set by engine_tracing: sizes followed through small tensors
 
     # -- symbols -----------------------------------------------------------------
     def create_symbol(self, val, source, dynamic_dim=None, constraint_dim=None, positive=True,
@@ -263,6 +271,8 @@ class EngineShapeEnv(TorchShapeEnv):
 
     def evaluate_expr(self, orig_expr, hint=None, fx_node=None, size_oblivious=False, fallback_value=None, *,
                       forcing_spec=False):
+        if self.size_tracker is not None:
+            self.size_tracker.flush()
         before = len(self.guards)
         try:
             result = super().evaluate_expr(orig_expr, hint, fx_node, size_oblivious, fallback_value,
@@ -327,6 +337,8 @@ class EngineShapeEnv(TorchShapeEnv):
         engine's to judge as well.  Guards the engine could not read stay in
         torch's list and so become the program's input checks.
         """
+        if self.size_tracker is not None:
+            self.size_tracker.flush()
         if input_contexts is not None:
             input_contexts = [_warn_only(c) for c in input_contexts]
         if kwargs.get("equalities_inputs") is not None:   # "the values of W and H must always be equal"
@@ -372,15 +384,19 @@ def _warn_only(context):
     return dataclasses.replace(context, constraint_sizes=relaxed)
 
 
-def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None):
+def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None, model=None):
     """Context in which ``torch.export.export(strict=False)`` traces with ``engine`` deciding shapes.
 
     Uses export's documented reuse of an ambient TracingContext's fake mode
     (``_export/non_strict_utils.make_fake_inputs``); ``tracked_fakes=[]`` is
-    required there.  Returns ``(context manager, EngineShapeEnv)``.
+    required there.  The fake mode follows sizes through small tensors
+    (``size_tracking``), including ``model``'s small buffers.  Returns
+    ``(context manager, EngineShapeEnv)``.
     """
     torch_env = EngineShapeEnv(engine=engine, dim_specs=dim_specs, tracked_fakes=[], trace_asserts=True)
-    fake_mode = FakeTensorMode(shape_env=torch_env, allow_non_fake_inputs=True, export=True)
+    fake_mode = EngineFakeTensorMode(shape_env=torch_env, allow_non_fake_inputs=True, export=True,
+                                     constants=small_buffers(model))
+    torch_env.size_tracker = fake_mode.size_tracker
     return _traced(TracingContext(fake_mode)), torch_env
 
 
