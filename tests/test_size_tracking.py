@@ -15,6 +15,7 @@ from torch import nn  # noqa: E402
 from torch.export import Dim  # noqa: E402
 
 import shapeproof  # noqa: E402
+from shapeproof.export import ExportError  # noqa: E402
 from shapeproof.tracer.size_values import Algebra  # noqa: E402
 
 
@@ -171,3 +172,48 @@ def test_a_tensor_written_in_place_is_followed_only_until_then():
         x = torch.randn(n, 2)
         with torch.no_grad():
             assert [t.shape for t in program.module()(x)] == [t.shape for t in WrittenInPlace()(x)], n
+
+
+class Recurrent(nn.Module):
+    def __init__(self, cell, batch_first, bidirectional, **kw):
+        super().__init__()
+        torch.manual_seed(0)
+        self.batch_first = batch_first
+        self.rnn = cell(4, 5, num_layers=2, batch_first=batch_first, bidirectional=bidirectional, **kw)
+
+    def forward(self, x):                                   # x: (B, 4, T)
+        x = x.permute(0, 2, 1) if self.batch_first else x.permute(2, 0, 1)
+        return self.rnn(x)[0]
+
+
+@pytest.mark.parametrize("cell, batch_first, bidirectional, kw", [
+    (nn.LSTM, False, False, {}), (nn.LSTM, True, True, {"proj_size": 3}), (nn.GRU, True, False, {}),
+    (nn.RNN, False, True, {}),
+])
+def test_recurrent_layers_keep_their_sequence_length(cell, batch_first, bidirectional, kw):
+    model = Recurrent(cell, batch_first, bidirectional, **kw).eval()
+    program = shapeproof.export(model, (torch.randn(2, 4, 9),),
+                                dynamic_shapes=({0: Dim("B", min=1, max=8), 2: Dim("T", min=2, max=300)},))
+    for b, t in ((1, 2), (2, 3), (8, 300), (3, 57)):
+        assert _matches(program, model, torch.randn(b, 4, t)), (b, t)
+
+
+class Chunked(nn.Module):
+    """Encodec's `for offset in range(0, length, stride)` with stride == length: one chunk at every length."""
+
+    def forward(self, x):
+        length = x.shape[-1]
+        return torch.stack([x[..., offset: offset + length] * 2 for offset in range(0, length, length)])
+
+
+class Unrolled(nn.Module):
+    def forward(self, x):
+        return sum(x[i] for i in range(x.shape[0]))
+
+
+def test_range_over_a_size_keeps_it_when_its_length_is_fixed():
+    program = shapeproof.export(Chunked(), (torch.randn(2, 10),), dynamic_shapes=({1: Dim("L", min=2, max=99)},))
+    for length in (2, 10, 99):
+        assert _matches(program, Chunked(), torch.randn(2, length)), length
+    with pytest.raises(ExportError):         # a length that varies: Python unrolls, the size specializes
+        shapeproof.export(Unrolled(), (torch.randn(4, 3),), dynamic_shapes=({0: Dim("N", min=2, max=9)},))

@@ -131,6 +131,17 @@ def test_fake_tensors_keep_constant_and_mode():
     assert t.fake_mode is mode
 
 
+def test_recurrent_ops_are_decomposed_by_python_kernels():
+    """rnn_shapes wraps these kernels; torch must still register the decomposition under these keys."""
+    from shapeproof.tracer.rnn_shapes import _KEYS, RNN_OPS
+
+    for op in RNN_OPS:
+        for table in door.OPERATOR_KERNEL_TABLES:
+            assert isinstance(getattr(op, table), dict), (op, table)
+        for key in _KEYS:
+            assert key in op.py_kernels, (op, key)
+
+
 def test_runtime_asserts_are_worded_with_their_expression():
     from torch.fx.passes import runtime_assert
 

@@ -27,6 +27,8 @@ The fake mode (``fake_mode``) follows sizes through small tensors and binds
 torch's unbacked symbol for such a value to its size expression
 (``size_tracking``); a binding to a constant waits for the next question
 (``evaluate_expr``, ``produce_guards_verbose`` and every op flush it).
+While a trace runs, ``range`` over sizes of fixed length and recurrent ops
+keep sizes symbolic (``symbolic_range``, ``rnn_shapes``).
 """
 from __future__ import annotations
 
@@ -45,7 +47,9 @@ from shapeproof.shapes.provenance import Provenance
 
 from .exact_cancel import exact_cancellation
 from .fake_mode import EngineFakeTensorMode
+from .rnn_shapes import symbolic_rnns
 from .size_tracking import small_buffers
+from .symbolic_range import symbolic_ranges
 from .sympy_bridge import UnsupportedExpression, bounds_of, to_condition
 from .torch_internals import (
     GuardOnDataDependentSymNode, OpOverload, RelaxedUnspecConstraint, StrictMinMaxConstraint,
@@ -402,5 +406,5 @@ def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None
 
 @contextmanager
 def _traced(context: TracingContext):
-    with tracing(context), exact_cancellation():
+    with tracing(context), exact_cancellation(), symbolic_ranges(), symbolic_rnns():
         yield

@@ -1,7 +1,11 @@
-"""The fake mode of an engine trace: torch's ``FakeTensorMode`` following sizes through small tensors.
+"""The fake mode of an engine trace: torch's ``FakeTensorMode`` with two additions.
 
-Its ``SizeTracker`` (``size_tracking``) sees every op's outputs, and the
-model's small buffers as export fakifies them.
+* sizes are followed through small tensors (``size_tracking.SizeTracker``):
+  it sees every op's outputs, and the model's small buffers as export
+  fakifies them;
+* ``symbolic_rnns``: recurrent ops on its fake tensors get fake outputs
+  without unrolling over time (``rnn_shapes``), so their sequence length
+  stays symbolic.
 
 torch looks up the Python rules of operators (higher-order operators such
 as ``cond`` and ``map``) by the exact mode class: this subclass takes the
@@ -18,6 +22,7 @@ __all__ = ["EngineFakeTensorMode"]
 
 
 class EngineFakeTensorMode(FakeTensorMode):
+    symbolic_rnns = True     # read by rnn_shapes' kernels
     supports_higher_order_operators = True
 
     def __init__(self, *, constants: dict[int, torch.Tensor] | None = None, **kwargs):

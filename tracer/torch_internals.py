@@ -6,6 +6,7 @@ one test instead of somewhere deep in a trace.
 """
 from __future__ import annotations
 
+from torch._C import DispatchKey
 from torch._guards import TracingContext, tracing
 from torch._ops import HigherOrderOperator, OpOverload
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
@@ -26,7 +27,7 @@ from torch.utils._sympy.value_ranges import ValueRanges
 PINNED = {
     "TracingContext": TracingContext, "tracing": tracing, "OpOverload": OpOverload,
     "FakeTensorMode": FakeTensorMode, "DerivedDim": DerivedDim, "convert_guards_to_code": convert_guards_to_code,
-    "HigherOrderOperator": HigherOrderOperator, "FakeTensor": FakeTensor,
+    "DispatchKey": DispatchKey, "HigherOrderOperator": HigherOrderOperator, "FakeTensor": FakeTensor,
     "GuardOnDataDependentSymNode": GuardOnDataDependentSymNode, "TorchShapeEnv": TorchShapeEnv,
     "RelaxedUnspecConstraint": RelaxedUnspecConstraint, "StrictMinMaxConstraint": StrictMinMaxConstraint,
     "uninteresting_files": uninteresting_files,
