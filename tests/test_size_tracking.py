@@ -16,6 +16,7 @@ from torch.export import Dim  # noqa: E402
 
 import shapeproof  # noqa: E402
 from shapeproof.export import ExportError  # noqa: E402
+from shapeproof.shapes import DataDependentError  # noqa: E402
 from shapeproof.tracer.size_values import Algebra  # noqa: E402
 
 
@@ -121,6 +122,13 @@ class Thirds(nn.Module):
         return F.pad(x, (0, pad)).reshape(x.shape[0], -1, 3)
 
 
+class ThirdsIfPadded(nn.Module):
+    def forward(self, x):
+        n = torch.tensor(x.shape[-1])
+        pad = (torch.ceil((n + 1) / 3) * 3 - n).to(torch.int64)
+        return F.pad(x, (0, pad)) if pad > 0 else x
+
+
 HUGE = ({1: Dim("L", min=2, max=2 ** 26)},)     # (L + 1) / 3 rounds in float32 beyond 2**24
 
 
@@ -134,6 +142,12 @@ def test_a_float32_step_is_bound_where_it_is_exact_and_left_to_torch_where_it_is
     assert not _labelled(rounding) and any(name.startswith("u") for name in _output_symbols(rounding))
     for length in (3, 1000):
         assert _matches(rounding, Thirds(), torch.randn(2, length)), length
+
+
+def test_a_question_about_such_a_value_says_why_it_was_not_followed():
+    with pytest.raises(DataDependentError, match="float32") as info:
+        shapeproof.export(ThirdsIfPadded(), (torch.randn(2, 10),), dynamic_shapes=HUGE)
+    assert "could not follow it exactly" in str(info.value)
 
 
 class SizeTable(nn.Module):
@@ -172,6 +186,34 @@ def test_a_tensor_written_in_place_is_followed_only_until_then():
         x = torch.randn(n, 2)
         with torch.no_grad():
             assert [t.shape for t in program.module()(x)] == [t.shape for t in WrittenInPlace()(x)], n
+
+
+class DataBranch(nn.Module):
+    def forward(self, x, mask):
+        if mask.any():
+            return x * 2
+        return x
+
+
+class DataInt(nn.Module):
+    def forward(self, x, n):
+        return x[: int(n.item())]
+
+
+def test_a_branch_on_data_says_where_and_offers_torch_cond():
+    with pytest.raises(DataDependentError) as info:
+        shapeproof.export(DataBranch(), (torch.randn(6, 3), torch.ones(6, dtype=torch.bool)),
+                          dynamic_shapes=({0: Dim("N", min=2, max=64)}, {0: Dim("N", min=2, max=64)}))
+    message = str(info.value)
+    assert "if mask.any():" in message and "torch.cond(" in message and "torch._check(" in message
+
+
+def test_a_python_int_of_data_says_to_drop_the_int():
+    with pytest.raises(DataDependentError) as info:
+        shapeproof.export(DataInt(), (torch.randn(6, 3), torch.tensor(3)),
+                          dynamic_shapes=({0: Dim("N", min=2, max=64)}, None))
+    message = str(info.value)
+    assert "x[: int(n.item())]" in message and "drop the int(...)" in message and "torch._check(" in message
 
 
 class Recurrent(nn.Module):

@@ -21,7 +21,7 @@ Hooks and why:
   guard or runtime assert for what nobody could prove (so its bookkeeping,
   replacements and ``_guards_code`` stay consistent); the new records are
   mirrored into the engine with the user's source line.  Data-dependent
-  errors are re-raised with the engine's explanation.
+  errors are re-raised with the engine's explanation (``data_errors``).
 
 The fake mode (``fake_mode``) follows sizes through small tensors and binds
 torch's unbacked symbol for such a value to its size expression
@@ -45,12 +45,13 @@ import torch
 from shapeproof.shapes import DataDependentError, DimKind, ShapeEnv, Source, capture
 from shapeproof.shapes.provenance import Provenance
 
+from .data_errors import annotated
 from .exact_cancel import exact_cancellation
 from .fake_mode import EngineFakeTensorMode
 from .rnn_shapes import symbolic_rnns
 from .size_tracking import small_buffers
 from .symbolic_range import symbolic_ranges
-from .sympy_bridge import UnsupportedExpression, bounds_of, to_condition
+from .sympy_bridge import UnsupportedExpression, bounds_of, to_condition, to_term
 from .torch_internals import (
     GuardOnDataDependentSymNode, OpOverload, RelaxedUnspecConstraint, StrictMinMaxConstraint,
     TorchShapeEnv, TracingContext, convert_guards_to_code, tracing, uninteresting_files,
@@ -142,6 +143,7 @@ class EngineShapeEnv(TorchShapeEnv):
         self.mirrored: set[int] = set()  # indices into self.guards of guards the engine records and judges
         self._producing_guards = False
         self.size_tracker = None       # set by engine_tracing: sizes followed through small tensors
+        self.bool_symbols: set = set()  # unbacked symbols torch made for booleans of data (``bool(t)``)
 
     # -- symbols -----------------------------------------------------------------
     def create_symbol(self, val, source, dynamic_dim=None, constraint_dim=None, positive=True,
@@ -197,6 +199,7 @@ class EngineShapeEnv(TorchShapeEnv):
 
     def create_unbacked_symbool(self):
         out = super().create_unbacked_symbool()
+        self.bool_symbols |= out.node.expr.free_symbols
         for sym in out.node.expr.free_symbols:
             engine_sym = self._mirror_unbacked(sym)
             if engine_sym is not None:
@@ -358,14 +361,27 @@ class EngineShapeEnv(TorchShapeEnv):
         return produced
 
     def _data_dependent(self, exc: GuardOnDataDependentSymNode) -> Exception:
-        cond = self._convert(exc.cond) if getattr(exc, "cond", None) is not None else None
-        if cond is None:
+        """torch's data-dependent error, explained by the engine: a condition it cannot decide, or an integer
+        expression (``int(t.item())``) that code wants as a Python int."""
+        expr = getattr(exc, "cond", None)
+        if expr is None:
             return exc
-        try:
-            self.engine.evaluate(cond, where=_provenance())
-        except DataDependentError as engine_error:
-            return TorchDataDependentError(exc.cond, engine_error)
-        return exc
+        if not isinstance(expr, sympy.Expr):       # a condition (a sympy Symbol is a Boolean too)
+            cond = self._convert(expr)
+            if cond is None:
+                return exc
+            try:
+                self.engine.evaluate(cond, where=_provenance())
+                return exc
+            except DataDependentError as engine_error:
+                error = engine_error
+        else:
+            try:
+                error = self.engine.concrete_value_error(to_term(expr, rename=self.symbol_map), _provenance())
+            except UnsupportedExpression:
+                return exc
+        unbound = self.size_tracker.unbound if self.size_tracker is not None else {}
+        return TorchDataDependentError(expr, annotated(error, expr.free_symbols, unbound, self.bool_symbols))
 
 
 def _message_or_nothing(prettify):
