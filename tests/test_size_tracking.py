@@ -254,8 +254,23 @@ class Unrolled(nn.Module):
 
 
 def test_range_over_a_size_keeps_it_when_its_length_is_fixed():
-    program = shapeproof.export(Chunked(), (torch.randn(2, 10),), dynamic_shapes=({1: Dim("L", min=2, max=99)},))
+    spec = ({1: Dim("L", min=2, max=99)},)
+    program = shapeproof.export(Chunked(), (torch.randn(2, 10),), dynamic_shapes=spec)
     for length in (2, 10, 99):
         assert _matches(program, Chunked(), torch.randn(2, length)), length
     with pytest.raises(ExportError):         # a length that varies: Python unrolls, the size specializes
         shapeproof.export(Unrolled(), (torch.randn(4, 3),), dynamic_shapes=({0: Dim("N", min=2, max=9)},))
+
+
+def test_mimi_encoder_exports_over_its_declared_lengths():
+    """bench/models.py's mimi_encoder: eight paddings through tensors; torch.export 2.13 fails on it."""
+    pytest.importorskip("transformers")
+    from test_bench_models import CASES
+
+    model, args, spec = CASES["mimi_encoder"].build()
+    program = shapeproof.export(model, args, dynamic_shapes=spec)
+    assert len(_labelled(program)) >= 8
+    # 1920 samples per frame: 3840, 57600 and 96000 need no padding, the others do
+    for b, length in ((1, 3840), (8, 96000), (2, 3841), (3, 5000), (1, 24001), (2, 57600),
+                      (1, 95999)):
+        assert _matches(program, model, torch.randn(b, 1, length)), (b, length)
