@@ -97,20 +97,41 @@ def test_a_changed_buffer_makes_the_program_raise_not_compute_another_padding():
         module(torch.randn(1, 2, 101))
 
 
-def test_a_wrong_tracked_value_makes_the_program_raise(monkeypatch):
+class Plus3(nn.Module):
+    def forward(self, x):
+        return x.new_zeros(torch.tensor(x.shape[0]) + 3)
+
+
+def _off_by_one_raises(model, x, dim, lengths):
+    module = shapeproof.export(model, (x,), dynamic_shapes=({dim: Dim("L", min=16, max=2000)},)).module()
+    for length in lengths:
+        shape = list(x.shape)
+        shape[dim] = length
+        with pytest.raises(RuntimeError, match="shapeproof: at .*differs from"):
+            module(torch.randn(shape))
+
+
+def test_a_wrong_padding_makes_the_program_raise(monkeypatch):
     rounded = Algebra.rounded
 
-    def off_by_one(self, a, mode):
+    def ceil_plus_one(self, a, mode):
         value = rounded(self, a, mode)
         return type(value)(value.num + 1, 1, value.err, True, value.bits) if mode == "ceil" else value
 
-    monkeypatch.setattr(Algebra, "rounded", off_by_one)
-    model = CodecConv(mode="constant").eval()
-    module = shapeproof.export(model, (torch.randn(1, 2, 101),),
-                               dynamic_shapes=({2: Dim("L", min=16, max=2000)},)).module()
-    for length in (16, 101, 2000):
-        with pytest.raises(RuntimeError, match="shapeproof: at .*differs from"):
-            module(torch.randn(1, 2, length))
+    monkeypatch.setattr(Algebra, "rounded", ceil_plus_one)
+    _off_by_one_raises(CodecConv(mode="constant").eval(), torch.randn(1, 2, 101), 2, (16, 101, 2000))
+
+
+def test_a_wrong_size_makes_the_program_raise_not_check_it_against_itself(monkeypatch):
+    """Lowered naively, the assert of ``u == L + 3`` is ``item == item`` (the item node reads as L + 3)."""
+    integer = Algebra.integer
+
+    def plus_one(self, expr, lo, hi):
+        value = integer(self, expr, lo, hi)
+        return type(value)(value.expr + 1) if value.expr.free_symbols else value
+
+    monkeypatch.setattr(Algebra, "integer", plus_one)
+    _off_by_one_raises(Plus3(), torch.randn(101, 2), 0, (16, 101, 2000))
 
 
 class Thirds(nn.Module):
@@ -168,6 +189,27 @@ def test_sizes_through_tensor_constructors_tolist_where_and_symfloats():
     assert _output_symbols(program) and not any(name.startswith("u") for name in _output_symbols(program))
     for n in (3, 4, 5, 10, 499, 500):
         assert _matches(program, SizeTable(), torch.randn(n, 3)), n
+
+
+class AlphaAndBits(nn.Module):
+    """add/sub with alpha, and & of integers (bitwise, not logical), on a size."""
+
+    def forward(self, x):
+        n = torch.tensor(x.shape[0])
+        longer = torch.ops.aten.add.Scalar(n, 3, 2)             # n + 6 (alpha passed positionally)
+        shorter = torch.sub(n, n // 2, alpha=1)                 # n - n // 2
+        rounded_up = torch.bitwise_and(n, torch.tensor(1)) + n  # n + n % 2, not n + (n != 0)
+        return x.new_zeros(longer), x[:shorter], x.new_ones(rounded_up)
+
+
+def test_alpha_and_bitwise_ops_keep_their_meaning():
+    spec = ({0: Dim("N", min=2, max=64)},)
+    program = shapeproof.export(AlphaAndBits(), (torch.randn(5, 2),), dynamic_shapes=spec)
+    assert len(_labelled(program)) >= 2
+    for n in (2, 5, 64):
+        x = torch.randn(n, 2)
+        with torch.no_grad():
+            assert [t.shape for t in program.module()(x)] == [t.shape for t in AlphaAndBits()(x)], n
 
 
 class WrittenInPlace(nn.Module):

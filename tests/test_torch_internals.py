@@ -146,3 +146,20 @@ def test_runtime_asserts_are_worded_with_their_expression():
     from torch.fx.passes import runtime_assert
 
     assert door.RUNTIME_ASSERT_MESSAGE in inspect.getsource(runtime_assert.insert_deferred_runtime_asserts)
+
+
+def test_shape_env_replacements_are_versioned():
+    """size_tracking lifts its replacements while asserts are lowered; SymNode.expr caches by this counter."""
+    from torch.fx.experimental import sym_node
+
+    env = EngineShapeEnv(tracked_fakes=[])
+    for name in door.REPLACEMENT_ATTRIBUTES:
+        assert hasattr(env, name), name
+    assert "_replacements_version_counter" in inspect.getsource(sym_node.SymNode.expr.fget)
+
+
+def test_export_lowers_runtime_asserts_through_a_module_global():
+    """size_asserts wraps torch._export.utils.insert_deferred_runtime_asserts, which export calls by that name."""
+    function, call = door.LOWER_ASSERTS
+    assert call in inspect.getsource(getattr(door.export_utils, function))
+    assert callable(door.export_utils.insert_deferred_runtime_asserts)

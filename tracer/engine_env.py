@@ -49,6 +49,7 @@ from .data_errors import annotated
 from .exact_cancel import exact_cancellation
 from .fake_mode import EngineFakeTensorMode
 from .rnn_shapes import symbolic_rnns
+from .size_asserts import sizes_checked_against_inputs
 from .size_tracking import small_buffers
 from .symbolic_range import symbolic_ranges
 from .sympy_bridge import UnsupportedExpression, bounds_of, to_condition, to_term
@@ -423,4 +424,5 @@ def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None
 @contextmanager
 def _traced(context: TracingContext):
     with tracing(context), exact_cancellation(), symbolic_ranges(), symbolic_rnns():
-        yield
+        with sizes_checked_against_inputs():
+            yield

@@ -1,7 +1,7 @@
 """The ops a ``SizeTracker`` follows, and the element values of their operands and results.
 
-Each handler takes ``(tracker, args, kwargs, outputs)`` of one op torch
-dispatched and returns one tuple of element values per output, None when
+Each handler takes ``(tracker, named, outputs)`` of one op torch dispatched
+(``named``: its arguments by schema name) and returns one tuple of element values per output, None when
 an operand's value is not known, or raises ``NotTracked`` when the values
 are known but the result cannot be followed exactly.  The result's dtype is
 the one the arithmetic ran in (torch's type promotion already happened), so
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .size_tracking import SizeTracker
 
 __all__ = ["Tracked", "PyFloat", "SymFloat", "MAX_ELEMENTS", "HANDLERS", "ITEM_OPS", "kind_of",
-           "read_values", "writes"]
+           "named_arguments", "read_values", "writes"]
 
 MAX_ELEMENTS = 16            # tensors with more elements are not followed
 BITS = {torch.float32: FLOAT32, torch.float64: FLOAT64}
@@ -64,13 +64,13 @@ def kind_of(dtype: torch.dtype):
 
 def read_values(t: torch.Tensor) -> Tracked | None:
     """Values of a real (not fake) small CPU tensor."""
-    if t.device.type != "cpu" or t.numel() > MAX_ELEMENTS or t.layout != torch.strided:
+    if t.device.type != "cpu" or t.numel() > MAX_ELEMENTS or t.layout != torch.strided or t.requires_grad:
         return None
     try:
         kind = kind_of(t.dtype)
     except NotTracked:
         return None
-    data = t.detach().numpy().reshape(-1).tolist()
+    data = t.numpy().reshape(-1).tolist()          # numpy() reads the storage without dispatching
     if kind[0] == "int":
         values = tuple(IntValue(sympy.Integer(int(v))) for v in data)
     elif kind[0] == "bool":
@@ -104,22 +104,24 @@ def _columns(found: list[Tracked], n: int):
     return zip(*[f.values * n if len(f.values) == 1 and n != 1 else f.values for f in found])
 
 
+def named_arguments(func, args, kwargs) -> dict:
+    """``func``'s arguments by their schema names (``alpha`` of ``add.Scalar`` may come positionally)."""
+    named = dict(zip((a.name for a in func._schema.arguments), args))
+    named.update(kwargs)
+    return named
+
+
 def _elementwise(fn: Callable, arg_names: tuple[str, ...] = ("self", "other")):
     """A handler applying ``fn(tracker, kind, *element_values)`` element by element."""
-    def handler(tr: SizeTracker, args, kwargs, outputs):
+    def handler(tr: SizeTracker, named, outputs):
         out = outputs[0]
-        xs = [args[i] if i < len(args) else kwargs.get(name) for i, name in enumerate(arg_names)]
-        found = _operands(tr, [x for x in xs if x is not None], out)
+        found = _operands(tr, [named[name] for name in arg_names], out)
         if found is None:
             return None
         kind = kind_of(out.dtype)
-        n = math.prod(out.shape)
-        return [tuple(fn(tr, kind, *vals, **_extra(kwargs)) for vals in _columns(found, n))]
+        extra = {k: named[k] for k in ("alpha", "rounding_mode") if k in named}
+        return [tuple(fn(tr, kind, *vals, **extra) for vals in _columns(found, math.prod(out.shape)))]
     return handler
-
-
-def _extra(kwargs) -> dict:
-    return {k: v for k, v in kwargs.items() if k in ("alpha", "rounding_mode")}
 
 
 def _arith(op: str, swap: bool = False):
@@ -183,6 +185,8 @@ def _compare(op: str):
 
 def _logical(op: str):
     def fn(tr: SizeTracker, kind, a, b=None):
+        if kind[0] != "bool":           # bitwise_* of integers
+            raise NotTracked(f"bitwise {op} of {kind[0]} values")
         x = tr.algebra.to_bool(a)
         return tr.algebra.bool_op(op, x, None if b is None else tr.algebra.to_bool(b))
     return fn
@@ -204,8 +208,8 @@ def _clamp(tr: SizeTracker, kind, a, lo=None, hi=None):
 
 
 def _clamp_handler(names):
-    def handler(tr, args, kwargs, outputs):
-        xs = [args[i] if i < len(args) else kwargs.get(name) for i, name in enumerate(names)]
+    def handler(tr, named, outputs):
+        xs = [named.get(name) for name in names]
         present = [x for x in xs if x is not None]
         found = _operands(tr, present, outputs[0])
         if found is None:
@@ -222,10 +226,10 @@ def _clamp_handler(names):
     return handler
 
 
-def _convert(tr: SizeTracker, args, kwargs, outputs):
+def _convert(tr: SizeTracker, named, outputs):
     """``_to_copy``: a dtype conversion (floats to integers truncate, as C's cast does)."""
     out = outputs[0]
-    found = _operands(tr, [args[0]], out)
+    found = _operands(tr, [named["self"]], out)
     if found is None:
         return None
     kind = kind_of(out.dtype)
@@ -237,14 +241,14 @@ def _convert(tr: SizeTracker, args, kwargs, outputs):
                   for v in found[0].values)]
 
 
-def _same_values(tr: SizeTracker, args, kwargs, outputs):
+def _same_values(tr: SizeTracker, named, outputs):
     """Views and copies that keep the elements in order (reshape, squeeze, clone, ...)."""
-    src = tr.operand(args[0])
+    src = tr.operand(named["self"])
     if src is None:
         return None
     out = outputs[0]
     shape = static_shape(out)
-    if shape is None or out.dtype != args[0].dtype:
+    if shape is None or out.dtype != named["self"].dtype:
         raise NotTracked("a view whose shape is not small and static")
     n = math.prod(shape)
     if n == len(src.values):
@@ -254,21 +258,21 @@ def _same_values(tr: SizeTracker, args, kwargs, outputs):
     raise NotTracked("a view that reorders elements")
 
 
-def _select(tr: SizeTracker, args, kwargs, outputs):
-    src = tr.operand(args[0])
+def _select(tr: SizeTracker, named, outputs):
+    src = tr.operand(named["self"])
     if src is None:
         return None
-    dim, index = args[1], args[2]
+    dim, index = named["dim"], named["index"]
     if len(src.shape) != 1 or dim not in (0, -1) or not isinstance(index, int):
         raise NotTracked("select from a tensor that is not 1-d")
     return [(src.values[index],)]
 
 
-def _unbind(tr: SizeTracker, args, kwargs, outputs):
-    src = tr.operand(args[0])
+def _unbind(tr: SizeTracker, named, outputs):
+    src = tr.operand(named["self"])
     if src is None:
         return None
-    dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+    dim = named.get("dim", 0)
     if len(src.shape) != 1 or dim not in (0, -1):
         raise NotTracked("unbind of a tensor that is not 1-d")
     return [(v,) for v in src.values]
@@ -278,9 +282,8 @@ def _mixed_dtypes(tensors, out) -> bool:
     return any(t.dtype != out.dtype for t in tensors)
 
 
-def _stack(tr: SizeTracker, args, kwargs, outputs):
-    tensors = args[0]
-    dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+def _stack(tr: SizeTracker, named, outputs):
+    tensors, dim = named["tensors"], named.get("dim", 0)
     found = [tr.operand(t) for t in tensors]
     if any(f is None for f in found):
         return None
@@ -289,8 +292,8 @@ def _stack(tr: SizeTracker, args, kwargs, outputs):
     return [tuple(f.values[0] for f in found)]
 
 
-def _cat(tr: SizeTracker, args, kwargs, outputs):
-    tensors = args[0]
+def _cat(tr: SizeTracker, named, outputs):
+    tensors = named["tensors"]
     found = [tr.operand(t) for t in tensors]
     if any(f is None for f in found):
         return None
@@ -301,12 +304,12 @@ def _cat(tr: SizeTracker, args, kwargs, outputs):
 
 def _fill(value_of: Callable):
     """Creation ops (``scalar_tensor``, ``full``, ``zeros``, ``ones``): one value repeated."""
-    def handler(tr: SizeTracker, args, kwargs, outputs):
+    def handler(tr: SizeTracker, named, outputs):
         out = outputs[0]
         shape = static_shape(out)
         if shape is None:
             raise NotTracked("a created tensor whose shape is not small and static")
-        found = tr.operand(value_of(args, kwargs))
+        found = tr.operand(value_of(named))
         if found is None:
             return None
         return [(tr.as_kind(found.values[0], kind_of(out.dtype)),) * math.prod(shape)]
@@ -360,10 +363,10 @@ HANDLERS = _items({
     "unbind.int": _unbind,
     "stack": _stack,
     "cat": _cat,
-    "scalar_tensor": _fill(lambda args, kwargs: args[0]),
-    "full": _fill(lambda args, kwargs: args[1]),
-    "zeros": _fill(lambda args, kwargs: 0),
-    "ones": _fill(lambda args, kwargs: 1),
+    "scalar_tensor": _fill(lambda named: named["s"]),
+    "full": _fill(lambda named: named["fill_value"]),
+    "zeros": _fill(lambda named: 0),
+    "ones": _fill(lambda named: 1),
 })
 ITEM_OPS = (aten._local_scalar_dense.default, aten.item.default)
 _WRITES: dict = {}

@@ -29,6 +29,7 @@ example) and ``u`` is bound to that side.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import sympy
@@ -39,7 +40,9 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from shapeproof.shapes.provenance import Provenance, capture
 
-from .size_ops import HANDLERS, ITEM_OPS, MAX_ELEMENTS, PyFloat, SymFloat, Tracked, read_values, writes
+from .size_ops import (
+    HANDLERS, ITEM_OPS, MAX_ELEMENTS, PyFloat, SymFloat, Tracked, named_arguments, read_values, writes,
+)
 from .size_values import FLOAT64, Algebra, BoolValue, FloatValue, IntValue, NotTracked, Value
 from .sympy_bridge import UnsupportedExpression, to_term
 from .torch_internals import FakeTensor, FloatTrueDiv, IntTrueDiv, ToFloat, ValueRanges
@@ -167,7 +170,7 @@ class SizeTracker:
         if not all(isinstance(o, FakeTensor) for o in outputs):
             return
         try:
-            values = handler(self, args, kwargs, outputs)
+            values = handler(self, named_arguments(func, args, kwargs), outputs)
         except NotTracked as exc:
             for o in outputs:
                 self.reasons[o] = f"{exc.reason} ({capture(op=str(func))})"
@@ -228,6 +231,22 @@ class SizeTracker:
         # the range torch derived for u from the expression follows from Eq(u, expr), which the program
         # asserts; left in place it would become two more asserts (u >= lo, u <= hi) per value
         self.env.var_to_range[b.symbol] = ValueRanges.unknown_int()
+
+    @contextmanager
+    def unreplaced(self):
+        """Within: torch reads every bound symbol as itself, not as its expression (see ``size_asserts``)."""
+        env = self.env
+        saved = {s: env.replacements.pop(s) for s in self.bindings if s in env.replacements}
+        self._replacements_changed()
+        try:
+            yield
+        finally:
+            env.replacements.update(saved)
+            self._replacements_changed()
+
+    def _replacements_changed(self) -> None:
+        self.env._replacements_version_counter += 1      # SymNode.expr caches replace() by this counter
+        self.env._update_version_counter()               # and the ShapeEnv's own caches by this one
 
     def flush(self) -> None:
         """Bind the symbols whose value is a constant (see ``_bind``); called before every op and question."""

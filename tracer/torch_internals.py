@@ -7,6 +7,7 @@ one test instead of somewhere deep in a trace.
 from __future__ import annotations
 
 from torch._C import DispatchKey
+import torch._export.utils as export_utils  # noqa: F401  (size_asserts wraps its assert lowering)
 from torch._guards import TracingContext, tracing
 from torch._ops import HigherOrderOperator, OpOverload
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
@@ -55,8 +56,12 @@ OVERRIDDEN_SHAPE_ENV_METHODS = {
 # ShapeEnv attributes EngineShapeEnv reads (the size tracker also resets a bound symbol's var_to_range).
 READ_SHAPE_ENV_ATTRIBUTES = ["guards", "deferred_runtime_asserts", "var_to_range", "source_name_to_debug_name",
                              "var_to_sources", "dim_constraints", "backed_var_to_val"]
-# Private ShapeEnv methods the size tracker calls, with the parameters it passes.
-CALLED_SHAPE_ENV_METHODS = {"_set_replacement": ["a", "tgt", "msg"]}
+# Private ShapeEnv methods and attributes the size tracker uses (it sets and, while torch lowers runtime
+# asserts, lifts the replacements of the symbols it binds).
+CALLED_SHAPE_ENV_METHODS = {"_set_replacement": ["a", "tgt", "msg"], "_update_version_counter": []}
+REPLACEMENT_ATTRIBUTES = ["replacements", "_replacements_version_counter"]
+# export lowers deferred runtime asserts through this module global of torch._export.utils
+LOWER_ASSERTS = ("apply_runtime_assertion_pass", "insert_deferred_runtime_asserts(")
 # Sizes followed through tensors (tracer/size_*.py, fake_mode.py, rnn_shapes.py) rely on: a SymNode's
 # unreplaced expression, a fake tensor's constant and mode, operators' Python kernel tables, and the
 # message insert_deferred_runtime_asserts gives each runtime assert.
