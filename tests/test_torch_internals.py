@@ -159,7 +159,7 @@ def test_shape_env_replacements_are_versioned():
 
 
 def test_export_lowers_runtime_asserts_through_a_module_global():
-    """size_asserts wraps torch._export.utils.insert_deferred_runtime_asserts, which export calls by that name."""
+    """size_asserts wraps torch._export.utils.insert_deferred_runtime_asserts, called by that name."""
     function, call = door.LOWER_ASSERTS
     assert call in inspect.getsource(getattr(door.export_utils, function))
     assert callable(door.export_utils.insert_deferred_runtime_asserts)

@@ -148,6 +148,8 @@ class SizeTracker:
         return None
 
     def _reason_of(self, args, kwargs) -> str | None:
+        if not len(self.reasons):              # the common case, on every op of big tensors
+            return None
         for x in tree_leaves((args, kwargs)):
             if isinstance(x, torch.Tensor) and x in self.reasons:
                 return self.reasons[x]
