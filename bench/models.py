@@ -192,6 +192,35 @@ def _b():
             ({0: Dim("B", min=1, max=8), 1: Dim("T", min=20, max=6000)},))
 
 
+class Latents(nn.Module):
+    """``model(x).latents``: an audio codec's encoder output before quantization (a float tensor)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x).latents
+
+
+@register("mimi_encoder", "speech",
+          "causal SEANet convs (k7; strides 4,5,6,8 then 2) whose padding is tensor arithmetic on the length "
+          "(_get_extra_padding_for_conv1d: ceil on a float32 tensor), + transformer",
+          "MimiModel(...).encoder (MimiEncoderModel, 24 kHz, 12.5 Hz frames), raw audio (B, 1, L), returns "
+          "latents; B in [1,8], L in [3840,96000] (2..50 frames; a single frame makes conv1d branch on "
+          "size 1). torch.export 2.13: fails (data-dependent: the padding passes through a tensor, so each "
+          "pad amount is a fresh unbacked symbol)")
+def _b():
+    torch.manual_seed(0)
+    cfg = tf.MimiConfig(hidden_size=32, num_filters=8, num_residual_layers=1, num_hidden_layers=2,
+                        num_attention_heads=2, num_key_value_heads=2, head_dim=16, intermediate_size=64,
+                        codebook_size=64, codebook_dim=32, num_quantizers=2, num_semantic_quantizers=1,
+                        max_position_embeddings=1024, sliding_window=64, upsample_groups=32)
+    model = _prepare(tf.MimiModel(cfg).encoder)
+    x = _audio(2, 24000).unsqueeze(1)
+    return Latents(model).eval(), (x,), ({0: Dim("B", min=1, max=8), 2: Dim("L", min=3840, max=96000)},)
+
+
 # ============================================================================ vision
 # Pixel values (B, 3, H, W) with independent dynamic H and W.
 

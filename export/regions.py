@@ -34,6 +34,7 @@ from shapeproof.solver.evaluate import evaluate_term, truth
 from shapeproof.solver.guard_code import guard_code
 from shapeproof.solver.terms import divisors, symbol
 from shapeproof.tracer.engine_env import EngineShapeEnv, engine_tracing
+from shapeproof.tracer.size_asserts import label_size_asserts
 from shapeproof.tracer.torch_internals import EXPORTED_PROGRAM_GUARDS_ATTRIBUTE
 from sympy import Expr, Symbol
 
@@ -207,7 +208,7 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
     ``options`` are torch.export.export's own keyword arguments, passed through.
     """
     engine = ShapeEnv(strategy=strategy, timeout=timeout)
-    context, torch_env = engine_tracing(engine, dim_specs(spec))
+    context, torch_env = engine_tracing(engine, dim_specs(spec), model)
     start = time.perf_counter()
     program, failure = None, None
     with context:
@@ -226,6 +227,7 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
     sizes = _sizes(torch_env, canon)
     if program is not None:
         _set_checks(program, getattr(program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE) + derived_dim_checks(sizes))
+        label_size_asserts(program, torch_env.size_tracker)
     return Trace(point, engine, torch_env, program, failure, report, region, sizes, ranges, declared, seconds)
 
 

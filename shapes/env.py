@@ -437,14 +437,35 @@ class ShapeEnv:
             return str(F.substitute(f, {s: mapping[s] for s in f.free_symbols if s in mapping}))
         return _render_term(f, mapping)
 
+    def _origins(self, symbols) -> dict[str, str]:
+        """Where each unbacked symbol among ``symbols`` came from, by name."""
+        origins = {}
+        for s in sorted(symbols, key=lambda s: s.name):
+            if s in self.symbols and not self.symbols[s].backed:
+                src = self.symbols[s].sources[0]
+                origins[s.name] = f"{src.path}" + (f", created at {src.where}" if src.where and src.where.frame
+                                                   else "")
+        return origins
+
+    def concrete_value_error(self, term, where: Provenance | None = None) -> DataDependentError:
+        """The error for code asking a Python int of a term that depends on data (``int(t.item())``)."""
+        where = where or capture()
+        text = term_str(_as_term(term))
+        origins = self._origins(_as_term(term).free_symbols)
+        suggestions = [f"torch._check({text} >= 0)"]
+        lines = [f"The code asks for the concrete value of `{text}`, which depends on data (unbacked sizes) and "
+                 f"is only known when the program runs."]
+        lines += [f"  {name} = {origin}" for name, origin in origins.items()]
+        if where.frame is not None:
+            lines.append(f"  asked at {where}")
+        lines.append("Keep it symbolic: drop the int(...) (or other Python conversion) around it and use the value "
+                     "as it is; say what you know about it with torch._check, e.g.")
+        lines += [f"  {s}" for s in suggestions]
+        return DataDependentError("\n".join(lines), text, origins, suggestions, where)
+
     def _data_dependent_error(self, c: F.Formula, where: Provenance | None) -> DataDependentError:
         where = where or capture()
-        unbacked = [s for s in sorted(c.free_symbols, key=lambda s: s.name)
-                    if s in self.symbols and not self.symbols[s].backed]
-        origins = {}
-        for s in unbacked:
-            src = self.symbols[s].sources[0]
-            origins[s.name] = f"{src.path}" + (f", created at {src.where}" if src.where and src.where.frame else "")
+        origins = self._origins(c.free_symbols)
         text = str(c)
         suggestions = [f"torch._check({text})", f"torch._check({F.neg(c)})"]
         lines = [f"Could not decide `{text}` while tracing: it depends on data (unbacked sizes)."]

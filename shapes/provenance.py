@@ -13,7 +13,7 @@ import sys
 import sysconfig
 from dataclasses import dataclass, field
 
-__all__ = ["Frame", "Provenance", "capture"]
+__all__ = ["Frame", "Provenance", "capture", "is_user_frame"]
 
 _LIBRARY_ROOTS = tuple(
     os.path.normcase(os.path.abspath(p)) + os.sep
@@ -78,6 +78,11 @@ def _is_user_file(filename: str) -> bool:
     return True
 
 
+def is_user_frame(frame) -> bool:
+    """Does ``frame`` run the user's code (see ``capture``)?"""
+    return bool(frame.f_globals.get("__shapeproof_user_code__")) or _is_user_file(frame.f_code.co_filename)
+
+
 def capture(op: str | None = None, depth: int = 6, start=None) -> Provenance:
     """Provenance of the current call: the innermost ``depth`` user frames.
 
@@ -88,7 +93,7 @@ def capture(op: str | None = None, depth: int = 6, start=None) -> Provenance:
     frames: list[Frame] = []
     while frame is not None and len(frames) < depth:
         filename = frame.f_code.co_filename
-        if frame.f_globals.get("__shapeproof_user_code__") or _is_user_file(filename):
+        if is_user_frame(frame):
             code = linecache.getline(filename, frame.f_lineno).strip()
             frames.append(Frame(filename, frame.f_lineno, frame.f_code.co_name, code))
         frame = frame.f_back

@@ -104,3 +104,62 @@ def test_floordiv_cancels_through_the_module_sympy_global():
     assert door.sympy_functions.sympy is sympy
     source = inspect.getsource(door.FloorDiv.eval)
     assert "sympy.simplify(base / gcd)" in source and "sympy.simplify(divisor / gcd)" in source
+
+
+@pytest.mark.parametrize("method", sorted(door.CALLED_SHAPE_ENV_METHODS))
+def test_called_shape_env_method_keeps_its_parameters(method):
+    params = inspect.signature(getattr(door.TorchShapeEnv, method)).parameters
+    for name in door.CALLED_SHAPE_ENV_METHODS[method]:
+        assert name in params, f"torch.ShapeEnv.{method} lost parameter {name!r}"
+
+
+def test_sym_nodes_keep_their_unreplaced_expression():
+    """compute_unbacked_bindings reads ``node._expr`` (not ``expr``): a bound symbol stays findable there."""
+    import torch.fx.experimental.symbolic_shapes as symbolic_shapes
+
+    assert f"s.node.{door.SYM_NODE_UNREPLACED_EXPRESSION}" in inspect.getsource(
+        symbolic_shapes._free_unbacked_symbols_with_path)
+
+
+def test_fake_tensors_keep_constant_and_mode():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as mode:
+        t = torch.empty(2)
+    for name in door.FAKE_TENSOR_ATTRIBUTES:
+        assert hasattr(t, name), name
+    assert t.fake_mode is mode
+
+
+def test_recurrent_ops_are_decomposed_by_python_kernels():
+    """rnn_shapes wraps these kernels; torch must still register the decomposition under these keys."""
+    from shapeproof.tracer.rnn_shapes import _KEYS, RNN_OPS
+
+    for op in RNN_OPS:
+        for table in door.OPERATOR_KERNEL_TABLES:
+            assert isinstance(getattr(op, table), dict), (op, table)
+        for key in _KEYS:
+            assert key in op.py_kernels, (op, key)
+
+
+def test_runtime_asserts_are_worded_with_their_expression():
+    from torch.fx.passes import runtime_assert
+
+    assert door.RUNTIME_ASSERT_MESSAGE in inspect.getsource(runtime_assert.insert_deferred_runtime_asserts)
+
+
+def test_shape_env_replacements_are_versioned():
+    """size_tracking lifts its replacements while asserts are lowered; SymNode.expr caches by this counter."""
+    from torch.fx.experimental import sym_node
+
+    env = EngineShapeEnv(tracked_fakes=[])
+    for name in door.REPLACEMENT_ATTRIBUTES:
+        assert hasattr(env, name), name
+    assert "_replacements_version_counter" in inspect.getsource(sym_node.SymNode.expr.fget)
+
+
+def test_export_lowers_runtime_asserts_through_a_module_global():
+    """size_asserts wraps torch._export.utils.insert_deferred_runtime_asserts, called by that name."""
+    function, call = door.LOWER_ASSERTS
+    assert call in inspect.getsource(getattr(door.export_utils, function))
+    assert callable(door.export_utils.insert_deferred_runtime_asserts)

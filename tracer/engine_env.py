@@ -21,7 +21,14 @@ Hooks and why:
   guard or runtime assert for what nobody could prove (so its bookkeeping,
   replacements and ``_guards_code`` stay consistent); the new records are
   mirrored into the engine with the user's source line.  Data-dependent
-  errors are re-raised with the engine's explanation.
+  errors are re-raised with the engine's explanation (``data_errors``).
+
+The fake mode (``fake_mode``) follows sizes through small tensors and binds
+torch's unbacked symbol for such a value to its size expression
+(``size_tracking``); a binding to a constant waits for the next question
+(``evaluate_expr``, ``produce_guards_verbose`` and every op flush it).
+While a trace runs, ``range`` over sizes of fixed length and recurrent ops
+keep sizes symbolic (``symbolic_range``, ``rnn_shapes``).
 """
 from __future__ import annotations
 
@@ -38,10 +45,16 @@ import torch
 from shapeproof.shapes import DataDependentError, DimKind, ShapeEnv, Source, capture
 from shapeproof.shapes.provenance import Provenance
 
+from .data_errors import annotated
 from .exact_cancel import exact_cancellation
-from .sympy_bridge import UnsupportedExpression, bounds_of, to_condition
+from .fake_mode import EngineFakeTensorMode
+from .rnn_shapes import symbolic_rnns
+from .size_asserts import sizes_checked_against_inputs
+from .size_tracking import small_buffers
+from .symbolic_range import symbolic_ranges
+from .sympy_bridge import UnsupportedExpression, bounds_of, to_condition, to_term
 from .torch_internals import (
-    FakeTensorMode, GuardOnDataDependentSymNode, OpOverload, RelaxedUnspecConstraint, StrictMinMaxConstraint,
+    GuardOnDataDependentSymNode, OpOverload, RelaxedUnspecConstraint, StrictMinMaxConstraint,
     TorchShapeEnv, TracingContext, UserError, UserErrorType, convert_guards_to_code, tracing, uninteresting_files,
 )
 
@@ -131,6 +144,8 @@ class EngineShapeEnv(TorchShapeEnv):
         self.unmirrored: list = []     # guards torch recorded that the engine cannot read (kept as input checks)
         self.mirrored: set[int] = set()  # indices into self.guards of guards the engine records and judges
         self._producing_guards = False
+        self.size_tracker = None       # set by engine_tracing: sizes followed through small tensors
+        self.bool_symbols: set = set()  # unbacked symbols torch made for booleans of data (``bool(t)``)
 
     # -- symbols -----------------------------------------------------------------
     def create_symbol(self, val, source, dynamic_dim=None, constraint_dim=None, positive=True,
@@ -213,6 +228,7 @@ class EngineShapeEnv(TorchShapeEnv):
 
     def create_unbacked_symbool(self):
         out = super().create_unbacked_symbool()
+        self.bool_symbols |= out.node.expr.free_symbols
         for sym in out.node.expr.free_symbols:
             engine_sym = self._mirror_unbacked(sym)
             if engine_sym is not None:
@@ -291,6 +307,8 @@ class EngineShapeEnv(TorchShapeEnv):
 
     def evaluate_expr(self, orig_expr, hint=None, fx_node=None, size_oblivious=False, fallback_value=None, *,
                       forcing_spec=False):
+        if self.size_tracker is not None:
+            self.size_tracker.flush()
         before = len(self.guards)
         try:
             result = super().evaluate_expr(orig_expr, hint, fx_node, size_oblivious, fallback_value,
@@ -355,6 +373,8 @@ class EngineShapeEnv(TorchShapeEnv):
         engine's to judge as well.  Guards the engine could not read stay in
         torch's list and so become the program's input checks.
         """
+        if self.size_tracker is not None:
+            self.size_tracker.flush()
         if input_contexts is not None:
             input_contexts = [_warn_only(c) for c in input_contexts]
         if kwargs.get("equalities_inputs") is not None:   # "the values of W and H must always be equal"
@@ -370,14 +390,27 @@ class EngineShapeEnv(TorchShapeEnv):
         return produced
 
     def _data_dependent(self, exc: GuardOnDataDependentSymNode) -> Exception:
-        cond = self._convert(exc.cond) if getattr(exc, "cond", None) is not None else None
-        if cond is None:
+        """torch's data-dependent error, explained by the engine: a condition it cannot decide, or an integer
+        expression (``int(t.item())``) that code wants as a Python int."""
+        expr = getattr(exc, "cond", None)
+        if expr is None:
             return exc
-        try:
-            self.engine.evaluate(cond, where=_provenance())
-        except DataDependentError as engine_error:
-            return TorchDataDependentError(exc.cond, engine_error)
-        return exc
+        if not isinstance(expr, sympy.Expr):       # a condition (a sympy Symbol is a Boolean too)
+            cond = self._convert(expr)
+            if cond is None:
+                return exc
+            try:
+                self.engine.evaluate(cond, where=_provenance())
+                return exc
+            except DataDependentError as engine_error:
+                error = engine_error
+        else:
+            try:
+                error = self.engine.concrete_value_error(to_term(expr, rename=self.symbol_map), _provenance())
+            except UnsupportedExpression:
+                return exc
+        unbound = self.size_tracker.unbound if self.size_tracker is not None else {}
+        return TorchDataDependentError(expr, annotated(error, expr.free_symbols, unbound, self.bool_symbols))
 
 
 def _message_or_nothing(prettify):
@@ -400,19 +433,24 @@ def _warn_only(context):
     return dataclasses.replace(context, constraint_sizes=relaxed)
 
 
-def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None):
+def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None, model=None):
     """Context in which ``torch.export.export(strict=False)`` traces with ``engine`` deciding shapes.
 
     Uses export's documented reuse of an ambient TracingContext's fake mode
     (``_export/non_strict_utils.make_fake_inputs``); ``tracked_fakes=[]`` is
-    required there.  Returns ``(context manager, EngineShapeEnv)``.
+    required there.  The fake mode follows sizes through small tensors
+    (``size_tracking``), including ``model``'s small buffers.  Returns
+    ``(context manager, EngineShapeEnv)``.
     """
     torch_env = EngineShapeEnv(engine=engine, dim_specs=dim_specs, tracked_fakes=[], trace_asserts=True)
-    fake_mode = FakeTensorMode(shape_env=torch_env, allow_non_fake_inputs=True, export=True)
+    fake_mode = EngineFakeTensorMode(shape_env=torch_env, allow_non_fake_inputs=True, export=True,
+                                     constants=small_buffers(model))
+    torch_env.size_tracker = fake_mode.size_tracker
     return _traced(TracingContext(fake_mode)), torch_env
 
 
 @contextmanager
 def _traced(context: TracingContext):
-    with tracing(context), exact_cancellation():
-        yield
+    with tracing(context), exact_cancellation(), symbolic_ranges(), symbolic_rnns():
+        with sizes_checked_against_inputs():
+            yield

@@ -18,12 +18,11 @@ bench's baseline) is untouched.
 """
 from __future__ import annotations
 
-import threading
 import types
-from contextlib import contextmanager
 
 import sympy
 
+from .patching import SharedPatch
 from .torch_internals import sympy_functions
 
 __all__ = ["exact_quotient", "exact_cancellation"]
@@ -55,23 +54,7 @@ class _SympyWithExactQuotient(types.ModuleType):
         return getattr(sympy, name)
 
 
-_lock = threading.Lock()
-_active = 0
 _view = _SympyWithExactQuotient("sympy")
-
-
-@contextmanager
-def exact_cancellation():
-    """Within: torch's FloorDiv cancels common factors without ``sympy.simplify`` (re-entrant, thread-safe)."""
-    global _active
-    with _lock:
-        if _active == 0:
-            sympy_functions.sympy = _view
-        _active += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _active -= 1
-            if _active == 0:
-                sympy_functions.sympy = sympy
+exact_cancellation = SharedPatch(lambda: setattr(sympy_functions, "sympy", _view),
+                                 lambda: setattr(sympy_functions, "sympy", sympy))
+exact_cancellation.__doc__ = "Within: torch's FloorDiv cancels common factors without ``sympy.simplify``."

@@ -7,9 +7,11 @@ one test instead of somewhere deep in a trace.
 from __future__ import annotations
 
 from torch._dynamo.exc import UserError, UserErrorType
+from torch._C import DispatchKey
+import torch._export.utils as export_utils  # noqa: F401  (size_asserts wraps its assert lowering)
 from torch._guards import TracingContext, tracing
-from torch._ops import OpOverload
-from torch._subclasses.fake_tensor import FakeTensorMode
+from torch._ops import HigherOrderOperator, OpOverload
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.export.dynamic_shapes import _DerivedDim as DerivedDim
 from torch.export.exported_program import _convert_guards_to_code as convert_guards_to_code
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, RelaxedUnspecConstraint
@@ -27,6 +29,7 @@ from torch.utils._sympy.value_ranges import ValueRanges
 PINNED = {
     "TracingContext": TracingContext, "tracing": tracing, "OpOverload": OpOverload,
     "FakeTensorMode": FakeTensorMode, "DerivedDim": DerivedDim, "convert_guards_to_code": convert_guards_to_code,
+    "DispatchKey": DispatchKey, "HigherOrderOperator": HigherOrderOperator, "FakeTensor": FakeTensor,
     "GuardOnDataDependentSymNode": GuardOnDataDependentSymNode, "TorchShapeEnv": TorchShapeEnv,
     "RelaxedUnspecConstraint": RelaxedUnspecConstraint, "StrictMinMaxConstraint": StrictMinMaxConstraint,
     "uninteresting_files": uninteresting_files, "UserError": UserError, "UserErrorType": UserErrorType,
@@ -52,9 +55,22 @@ OVERRIDDEN_SHAPE_ENV_METHODS = {
     "_get_user_frame": [],
     "_set_replacement": ["a", "tgt", "msg"],
 }
-# ShapeEnv attributes EngineShapeEnv reads.
+# ShapeEnv attributes EngineShapeEnv reads (the size tracker also resets a bound symbol's var_to_range).
 READ_SHAPE_ENV_ATTRIBUTES = ["guards", "deferred_runtime_asserts", "var_to_range", "source_name_to_debug_name",
-                             "var_to_sources", "dim_constraints"]
+                             "var_to_sources", "dim_constraints", "backed_var_to_val"]
+# Private ShapeEnv methods and attributes the size tracker uses (it sets and, while torch lowers runtime
+# asserts, lifts the replacements of the symbols it binds).
+CALLED_SHAPE_ENV_METHODS = {"_set_replacement": ["a", "tgt", "msg"], "_update_version_counter": []}
+REPLACEMENT_ATTRIBUTES = ["replacements", "_replacements_version_counter"]
+# export lowers deferred runtime asserts through this module global of torch._export.utils
+LOWER_ASSERTS = ("apply_runtime_assertion_pass", "insert_deferred_runtime_asserts(")
+# Sizes followed through tensors (tracer/size_*.py, fake_mode.py, rnn_shapes.py) rely on: a SymNode's
+# unreplaced expression, a fake tensor's constant and mode, operators' Python kernel tables, and the
+# message insert_deferred_runtime_asserts gives each runtime assert.
+SYM_NODE_UNREPLACED_EXPRESSION = "_expr"
+FAKE_TENSOR_ATTRIBUTES = ["constant", "fake_mode"]
+OPERATOR_KERNEL_TABLES = ["py_kernels", "python_key_table", "_dispatch_cache"]
+RUNTIME_ASSERT_MESSAGE = "Runtime assertion failed for expression {ra.expr} on node"
 # export's non-strict path raises when DimConstraints.forced_specializations() is non-empty.
 FORCED_SPECIALIZATIONS = ("torch._export.non_strict_utils", "produce_guards_and_solve_constraints",
                           "forced_specializations")

@@ -1,0 +1,71 @@
+"""``range()`` over sizes whose length the ranges fix, without specializing the sizes.
+
+Python's ``range`` asks each argument for ``__index__``, which makes torch
+specialize a size to its example value.  Encodec encodes its input in chunks
+``for offset in range(0, input_length, stride)`` with ``stride ==
+input_length`` when it does not chunk: one iteration at every length, yet
+tracing fixes the length to the example's.
+
+While an engine trace runs, ``range`` called from user code with a SymInt
+argument computes its length ``ceil((stop - start) / step)`` symbolically;
+when the engine proves that length constant over the declared ranges, the
+call returns the tuple ``(start, start + step, ...)`` of symbolic elements
+(what iterating the range yields; the sizes stay symbolic).  Otherwise, and
+for every call from library code, it is Python's ``range`` (which
+specializes, as before).  ``isinstance(x, range)`` keeps working.
+"""
+from __future__ import annotations
+
+import builtins
+import sys
+
+import torch
+from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw, statically_known_true
+
+from shapeproof.shapes.provenance import is_user_frame
+
+from .patching import SharedPatch
+
+__all__ = ["symbolic_ranges", "symbolic_range"]
+
+_range = builtins.range
+
+
+def symbolic_range(*args):
+    """``range(*args)``, or the tuple of its elements when, over SymInts, its length is provably fixed."""
+    if not any(isinstance(a, torch.SymInt) for a in args) or not is_user_frame(sys._getframe(2)):
+        return _range(*args)
+    if not 1 <= len(args) <= 3:
+        return _range(*args)
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args[:2], 1 if len(args) == 2 else args[2])
+    if isinstance(step, int) and step == 0:
+        return _range(*args)          # Python's error
+    n = -((start - stop) // step)     # ceil((stop - start) / step), for either sign of step
+    if not isinstance(n, torch.SymInt):
+        k = max(n, 0)
+    else:
+        hint = guarding_hint_or_throw(n)
+        k = max(hint, 0)
+        if not statically_known_true(n == k if k > 0 else n <= 0):
+            return _range(*args)
+    return tuple(start + i * step if i else start for i in _range(k))
+
+
+class _RangeType(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, _range)
+
+    def __subclasscheck__(cls, sub):
+        return issubclass(sub, _range)
+
+
+class _SymbolicRange(metaclass=_RangeType):
+    """Stands in for ``builtins.range`` while tracing (``range(...)`` calls ``symbolic_range``)."""
+
+    def __new__(cls, *args):
+        return symbolic_range(*args)
+
+
+# Within: ``range`` over sizes from user code keeps them symbolic.
+symbolic_ranges = SharedPatch(lambda: setattr(builtins, "range", _SymbolicRange),
+                              lambda: setattr(builtins, "range", _range))
