@@ -107,3 +107,12 @@ def test_an_open_ended_stage_leaves_time_for_enumeration():
     assert verdict.status is Status.REFUTED and verdict.counterexample == {"T": 3}
     unbounded = Problem.build("(T % 7) != 3", {"T": (0, None)}, ())
     assert cascade(unbounded, Deadline(0.2)).status is Status.UNKNOWN
+
+
+def test_torch_strategy_does_not_pass_on_torchs_wrong_proofs():
+    """torch's value ranges prove TruncDiv(x, y) <= y - 4 here; Python says False at x = -2, y = 3."""
+    pytest.importorskip("torch")
+    import shapeproof.tracer  # noqa: F401  (registers the strategy)
+
+    verdict = prove("TruncDiv(x, y) <= -4 + y", ranges={"x": (-3, -2), "y": (3, 4)}, strategy="torch")
+    assert verdict.refuted and verdict.counterexample == {"x": -2, "y": 3}

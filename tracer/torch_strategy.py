@@ -5,7 +5,11 @@ tracing: the symbols get the query's ranges as value ranges, the facts are
 passed as axioms, and ``_maybe_evaluate_static`` answers True, False or
 nothing.  torch gives no counterexample, so a False answer is turned into
 a refutation only when one of a few sample points (or a small exhaustive
-scan) shows it; otherwise it is reported as unknown.  Registered under
+scan) shows it; otherwise it is reported as unknown.  torch's value-range
+reasoning is not exact (it proves ``TruncDiv(x, y) <= y - 4`` over
+``x in [-3, -2], y in [3, 4]``, false at ``x = -2, y = 3``), so a True answer
+is scanned on boxes of up to ``_SCAN_LIMIT`` points before it is a proof, and
+a point the scan finds is a refutation.  Registered under
 ``shapeproof.solver.STRATEGIES["torch"]`` when ``shapeproof.tracer`` is
 imported (``solver`` itself never imports torch).
 """
@@ -103,6 +107,10 @@ class TorchStrategy(Strategy):
             for d in sorted({d for r in F.relations(problem.goal) for d in r.divisors}, key=str):
                 if env._maybe_evaluate_static(sympy.Ne(convert.term(d), 0), axioms=axioms or None) is not sympy.true:
                     return unknown("torch decides it assuming a divisor is nonzero, which it cannot show")
+            if problem.bounded and self._box_points(problem) <= _SCAN_LIMIT:
+                point = self._scan(problem, deadline)
+                if point is not None:
+                    return refuted(point, "torch's ShapeEnv decides it true, but it fails here")
             return proven("torch's ShapeEnv decides it statically")
         point = self._witness(problem, deadline)
         if point is None:
@@ -113,14 +121,16 @@ class TorchStrategy(Strategy):
         for point in sample_points(problem, count=12):
             if check_counterexample(problem, point) is None:
                 return point
-        if problem.bounded:
-            sizes = [hi - lo + 1 for lo, hi in problem.ranges.values()]
-            total = 1
-            for n in sizes:
-                total *= n
-            if total <= _SCAN_LIMIT:
-                return self._scan(problem, deadline)
+        if problem.bounded and self._box_points(problem) <= _SCAN_LIMIT:
+            return self._scan(problem, deadline)
         return None
+
+    @staticmethod
+    def _box_points(problem: Problem) -> int:
+        total = 1
+        for lo, hi in problem.ranges.values():
+            total *= hi - lo + 1
+        return total
 
     def _scan(self, problem: Problem, deadline: Deadline):
         import itertools
