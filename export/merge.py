@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import torch
 from shapeproof.solver import formula as F
-from shapeproof.solver.api import prove
+from shapeproof.solver.api import DEFAULT_TIMEOUT, prove
 from shapeproof.solver.evaluate import truth
 from shapeproof.solver.terms import symbol
 from shapeproof.tracer.torch_internals import OpOverload
@@ -348,26 +348,27 @@ def _compare(ta: ProgramTerms, na: _Normal, tb: ProgramTerms, nb: _Normal) -> li
     return list(dict.fromkeys(obligations))
 
 
-def _provable(conditions: list[F.Formula], box: dict, facts: list, strategy: str,
-              timeout: float) -> list[bool]:
-    """Which ``conditions`` hold over the region (halving on failure: most batches are proven at once)."""
+def _provable(conditions: list[F.Formula], box: dict, facts: list, strategy: str, timeout: float,
+              quick: float) -> list[bool]:
+    """Which ``conditions`` hold over the region: all at once (the usual case), else one by one, quickly."""
     if not conditions:
         return []
     if prove(F.conj(*conditions), ranges=box, facts=facts, strategy=strategy, timeout=timeout).proven:
         return [True] * len(conditions)
-    if len(conditions) == 1:
-        return [False]
-    mid = len(conditions) // 2
-    return (_provable(conditions[:mid], box, facts, strategy, timeout)
-            + _provable(conditions[mid:], box, facts, strategy, timeout))
+    return [prove(c, ranges=box, facts=facts, strategy=strategy, timeout=quick).proven for c in conditions]
 
 
 def _point(trace) -> dict:
     return {symbol(k): v for k, v in trace.point.items()}
 
 
-def serves(a, b, box: dict, strategy: str = "cascade", timeout: float = MERGE_TIMEOUT) -> Merge:
-    """Whether trace ``a``'s program computes trace ``b``'s function on ``b``'s region (see module doc)."""
+def serves(a, b, box: dict, strategy: str = "cascade", timeout: float = MERGE_TIMEOUT,
+           quick: float = DEFAULT_TIMEOUT) -> Merge:
+    """Whether trace ``a``'s program computes trace ``b``'s function on ``b``'s region (see module doc).
+
+    ``timeout`` bounds the proof of all obligations at once, ``quick`` each
+    identity condition proven alone when they do not all hold together.
+    """
     start = time.perf_counter()
 
     def no(reason: str) -> Merge:
@@ -384,11 +385,11 @@ def serves(a, b, box: dict, strategy: str = "cascade", timeout: float = MERGE_TI
         ta, tb = a.terms, b.terms
         copies = not (_mutates(a.program.graph) or _mutates(b.program.graph))
         found = {**_candidates(ta, b.point, copies), **_candidates(tb, b.point, copies)}
+        _compare(ta, _normalize(ta, found), tb, _normalize(tb, found))    # cheap: structure at b's example
         nodes = list(found)
-        ok = _provable([found[n][1].condition for n in nodes], box, facts, strategy, timeout)
+        ok = _provable([found[n][1].condition for n in nodes], box, facts, strategy, timeout, quick)
         accepted = {n: found[n] for n, yes in zip(nodes, ok) if yes}
-        na, nb = _normalize(ta, accepted), _normalize(tb, accepted)
-        obligations = _compare(ta, na, tb, nb)
+        obligations = _compare(ta, _normalize(ta, accepted), tb, _normalize(tb, accepted))
     except Unreadable as exc:
         return no(f"cannot read a program exactly: {exc}")
     except _Mismatch as exc:

@@ -4,18 +4,22 @@ A trace at one example records guards; the conjunction of those not proven
 over the declared ranges is the *region* where the traced program is valid.
 When the regions found so far do not cover the declared ranges, the solver
 returns a point outside all of them, and the model is traced again with
-example sizes taken from that point.  Traces whose graphs are identical are
-one program, valid on the union of their regions: a guard that only chose
-between identical code paths (``if T % 4 != 0`` before a pad of zero, a
-short-circuit ``and``) is not a restriction of the program.
+example sizes taken from that point.  A program that computes another
+trace's function on that trace's region is valid on the union of both
+regions: when the graphs are identical (a guard that only chose between
+identical code paths, a short-circuit ``and``), or when they agree up to
+exact identities (``merge.py``: the padding side of ``if H % ws: pad``
+serves the side that needs no padding, where it pads by 0 and slices
+nothing off).  A guard separating such traces is not a restriction of the
+program.
 
 Regions are formulas over *canonical* input variables, one per input dim the
 user can set (the Dim name, else the input path), so regions from different
 traces are comparable.  The search stops when the solver proves that the
 regions cover the declared ranges, when more than ``max_regions`` distinct
-programs are found, or after ``max_traces`` traces (several traces often give
-one program: each trace's region is only as wide as its own guards, so a
-size-1 edge in two dims takes four traces even when it needs two programs).
+programs are found, or after ``max_traces`` traces that no program served
+(several traces often give one program: each trace's region is only as wide
+as its own guards, so every combination of pad branches is traced once).
 """
 from __future__ import annotations
 
@@ -367,7 +371,8 @@ class Programs:
     def serves(self, a: Trace, b: Trace) -> Merge:
         key = (id(a), id(b))
         if key not in self._answers:
-            self._answers[key] = serves(a, b, self.box, self.strategy, max(self.timeout, COVERAGE_TIMEOUT))
+            self._answers[key] = serves(a, b, self.box, self.strategy, max(self.timeout, COVERAGE_TIMEOUT),
+                                        self.timeout)
         return self._answers[key]
 
     def add(self, t: Trace) -> None:

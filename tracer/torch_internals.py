@@ -52,7 +52,7 @@ OVERRIDDEN_SHAPE_ENV_METHODS = {
 }
 # ShapeEnv attributes EngineShapeEnv reads.
 READ_SHAPE_ENV_ATTRIBUTES = ["guards", "deferred_runtime_asserts", "var_to_range", "source_name_to_debug_name",
-                             "var_to_sources", "dim_constraints"]
+                             "var_to_sources", "dim_constraints", "replacements"]
 # export's non-strict path raises when DimConstraints.forced_specializations() is non-empty.
 FORCED_SPECIALIZATIONS = ("torch._export.non_strict_utils", "produce_guards_and_solve_constraints",
                           "forced_specializations")
