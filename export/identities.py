@@ -22,7 +22,8 @@ Rules (``RULES``), each an identity exactly when:
 - slice (``slice.Tensor``, ``narrow``): start 0, step 1, end >= the dim's size (narrow: length == size);
 - view (``view``, ``_unsafe_view``, ``reshape``, ``expand``): the target shape is the input's shape (a
   ``-1`` only where no other dim is 0);
-- cat: every other input is empty along the dim, all of one dtype;
+- cat: every other input is a ``zeros``/``ones``/``empty``/``full`` (``new_*`` too) of size 0 along the
+  dim, all of one dtype;
 - roll: every shift is a multiple of its dim's size;
 - interpolate (``upsample_nearest*``, ``_upsample_nearest_exact*``, ``.vec``): output size == input
   size, or every scale factor exactly 1.0 (not 1.1, even where it keeps the size: the source index is
@@ -128,16 +129,24 @@ def _same_shape(name: str, keep: str):
     return rule
 
 
+# Ops whose shape is their ``size`` argument.  A dropped input of ``cat`` is not compared with
+# the other program, so its emptiness is read from what the program computes, not from metadata.
+_FACTORIES = (aten.new_zeros.default, aten.new_ones.default, aten.new_empty.default, aten.new_full.default,
+              aten.zeros.default, aten.ones.default, aten.empty.memory_format, aten.full.default)
+
+
 def _cat(op: OpView) -> Rewrite | None:
     tensors, out = list(op.args["tensors"]), op.node
     dim = op.args["dim"]
     rank = len(op.shape(out))
 
     def empty(t) -> F.Formula:
-        shape = op.shape(t)
-        if len(shape) == 1 and rank != 1:       # legacy: cat skips 1-d empty tensors whatever the dim
-            return F.eq(shape[0], 0)
-        return F.eq(shape[dim % rank], 0)
+        if not (isinstance(t, torch.fx.Node) and t.op == "call_function" and t.target in _FACTORIES):
+            return F.FALSE
+        size = list(arguments(t)["size"])
+        if len(size) == 1 and rank != 1:        # legacy: cat skips 1-d empty tensors whatever the dim
+            return F.eq(op.int(size[0]), 0)
+        return F.eq(op.int(size[dim % rank]), 0) if len(size) == rank else F.FALSE
 
     # an input may go only if it is empty and dropping it cannot change the promoted dtype
     dropped = [t for t in tensors if op.at_point(empty(t))] if len(tensors) > 1 else []
