@@ -56,7 +56,11 @@ class Merge:
 
 
 class _Mismatch(Exception):
-    pass
+    """The graphs differ; ``node`` is the serving program's op where they do, if it has one."""
+
+    def __init__(self, message: str, node=None):
+        super().__init__(message)
+        self.node = node
 
 
 # ---------------------------------------------------------------------------- one graph, normalized
@@ -324,11 +328,12 @@ def _compare(ta: ProgramTerms, na: _Normal, tb: ProgramTerms, nb: _Normal) -> li
     for i, (ka, kb) in enumerate(zip(na.keys, nb.keys)):
         if not _match(ka, kb, tb, nb, obligations):
             raise _Mismatch(f"op {i}: {na.nodes[i].target} ({_where(na.nodes[i])}) where the other program "
-                            f"has {nb.nodes[i].target} ({_where(nb.nodes[i])})")
+                            f"has {nb.nodes[i].target} ({_where(nb.nodes[i])})", na.nodes[i])
     if len(na.keys) != len(nb.keys):
         longer, n = (na, len(nb.keys)) if len(na.keys) > len(nb.keys) else (nb, len(na.keys))
         side = "the serving program" if longer is na else "the served program"
-        raise _Mismatch(f"{side} has {longer.nodes[n].target} ({_where(longer.nodes[n])}), the other not")
+        raise _Mismatch(f"{side} has {longer.nodes[n].target} ({_where(longer.nodes[n])}), the other not",
+                        longer.nodes[n] if longer is na else None)
     if not _match(na.output, nb.output, tb, nb, obligations):
         raise _Mismatch("different outputs")
     for i, (sa, sb) in enumerate(zip(na.syms, nb.syms)):
@@ -356,6 +361,22 @@ def _provable(conditions: list[F.Formula], box: dict, facts: list, strategy: str
     if prove(F.conj(*conditions), ranges=box, facts=facts, strategy=strategy, timeout=timeout).proven:
         return [True] * len(conditions)
     return [prove(c, ranges=box, facts=facts, strategy=strategy, timeout=quick).proven for c in conditions]
+
+
+def _no_identity(node, terms: ProgramTerms, point: dict) -> str:
+    """Why an op that has an identity rule is not one at ``point`` (a pad of 4 where no padding is needed)."""
+    rule = RULES.get(node.target) if node is not None else None
+    if rule is None:
+        return ""
+    env = {symbol(k): v for k, v in point.items()}
+    try:
+        rewrite = rule.apply(OpView(node, terms, lambda f: truth(f, env) is True))
+    except Unreadable:
+        return ""
+    if rewrite is None:
+        return f"; no {rule.name} rule applies to its arguments"
+    where = ", ".join(f"{k}={v}" for k, v in point.items())
+    return f"; it is no identity at {where}: {F.formula_str(rewrite.condition)} is false there"
 
 
 def _point(trace) -> dict:
@@ -393,7 +414,7 @@ def serves(a, b, box: dict, strategy: str = "cascade", timeout: float = MERGE_TI
     except Unreadable as exc:
         return no(f"cannot read a program exactly: {exc}")
     except _Mismatch as exc:
-        return no(str(exc))
+        return no(str(exc) + _no_identity(exc.node, ta, b.point))
     goal = F.conj(*needed, *obligations)
     if truth(goal, point) is False:
         failing = next((o for o in needed + obligations if truth(o, point) is False), goal)

@@ -405,10 +405,10 @@ class Programs:
         return all(could_unify(first, g[0]) for g in self.groups[1:])
 
     def apart(self) -> str:
-        """Why the first two programs stay apart, for messages."""
+        """Why the first two programs stay apart, both ways, for messages."""
         a, b = self.groups[0][0], self.groups[1][0]
-        return (f"the program traced at {_point_str(a.point)} does not serve {_point_str(b.point)}: "
-                f"{self.serves(a, b).reason}")
+        return (f"the program traced at {_point_str(a.point)} does not serve {_point_str(b.point)} "
+                f"({self.serves(a, b).reason}), nor the other way round ({self.serves(b, a).reason})")
 
 
 def _other_side(first: Trace, regions: list, box: dict, strategy: str, timeout: float) -> dict | None:
