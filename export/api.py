@@ -227,8 +227,9 @@ def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, d
     per region and a dispatcher), and otherwise ``ExportError`` is raised.  Its
     message leads with the input dim, the source line, a counterexample, the
     regions found and fixes; ``suggest_dynamic_shapes`` applies the fixes.
-    ``max_regions`` bounds the number of distinct programs (with ``split=True``
-    the search may trace up to ``TRACES_PER_REGION`` times as often).
+    ``max_regions`` bounds the number of distinct programs (the search may trace
+    up to ``TRACES_PER_REGION`` times as often: a trace whose region another
+    program serves, up to exact identities, adds no program).
     """
     deferred = prefer_deferred_runtime_asserts_over_guards
     return export_with_report(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict,

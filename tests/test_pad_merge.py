@@ -134,3 +134,22 @@ def test_without_split_a_genuinely_different_path_fails_fast_with_the_regions():
     seconds = time.perf_counter() - start
     assert "a second, different program was needed" in str(info.value)
     assert len(info.value.regions) == 2 and seconds < 60
+
+
+def test_the_serving_program_accepts_the_inputs_of_the_regions_it_serves():
+    """Its trace guarded ``T > 10``; its input checks and ranges must not keep that guard."""
+
+    class Above(torch.nn.Module):
+        def forward(self, x):
+            t = x.shape[1]
+            if t > 10:
+                x = x[:, :t].clone()
+            return x * 2
+
+    spec = ({1: Dim("T", min=2, max=40)},)
+    result = shapeproof.export_with_report(Above(), (torch.randn(2, 20),), dynamic_shapes=spec)
+    assert len(result.regions.merges) == 1 and len(result.regions.traces) == 2
+    module = result.program.module()
+    for t in (2, 5, 10, 11, 40):
+        x = torch.randn(2, t)
+        assert torch.equal(module(x), x * 2), t
