@@ -62,8 +62,8 @@ def _data_dependent_cause(exc: BaseException | None) -> TorchDataDependentError 
 def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dynamic_shapes=None,
                        strict: bool = False, preserve_module_call_signature: tuple[str, ...] = (),
                        prefer_deferred_runtime_asserts_over_guards: bool = False, strategy="cascade",
-                       timeout: float = DEFAULT_TIMEOUT, split: bool = False,
-                       max_regions: int = 8) -> ExportResult:
+                       timeout: float = DEFAULT_TIMEOUT, split: bool = False, max_regions: int = 8,
+                       time_budget: float | None = None) -> ExportResult:
     """Like ``export``, returning the ``ExportResult`` (program, engine, guard report, time)."""
     if strict:
         warnings.warn("shapeproof.export traces non-strict (strict=False): the engine decides shapes of the "
@@ -72,6 +72,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
                    prefer_deferred_runtime_asserts_over_guards=prefer_deferred_runtime_asserts_over_guards)
     spec = normalize_spec(dynamic_shapes, model, args, kwargs)
     start = time.perf_counter()
+    stop_at = None if time_budget is None else start + time_budget
     first = trace(model, args, kwargs, spec, strategy, timeout, options)
     data_dependent = _data_dependent_cause(first.failure)
     if data_dependent is not None:
@@ -93,7 +94,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
         if first.program is None:
             raise error() from first.failure
         search = _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split,
-                         one_program_only=not split, options=options)
+                         one_program_only=not split, options=options, stop_at=stop_at)
         if search.covered and len(search.regions) == 1:
             # one program serves every trace: the violated guards only chose between code paths that
             # compute the same function there (identical graphs, or identical up to exact identities)
@@ -110,7 +111,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
         # (a check over named dims may then become the whole region of the program, hence the longer search)
         search = _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split,
                          one_program_only=not split and not _named_relations(first.engine, report),
-                         options=options)
+                         options=options, stop_at=stop_at)
         if search.covered and len(search.regions) == 1:
             return result(_serving(search), search, _warn(notes))
         if search.covered and split:
@@ -127,11 +128,11 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
 
 
 def _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split, one_program_only,
-            options):
+            options, stop_at):
     max_traces = TRACES_PER_REGION * max_regions if split else None
     return search_regions(model, args, kwargs, spec, first, strategy=strategy, timeout=timeout,
                           max_regions=max_regions, max_traces=max_traces, one_program_only=one_program_only,
-                          options=options)
+                          options=options, stop_at=stop_at)
 
 
 def _serving(search: RegionSearch) -> ExportedProgram:
@@ -212,7 +213,7 @@ def _region_notes(search: RegionSearch, split: bool) -> list[str]:
 def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dynamic_shapes=None,
            strict: bool = False, preserve_module_call_signature: tuple[str, ...] = (),
            prefer_deferred_runtime_asserts_over_guards: bool = False, strategy="cascade", split: bool = False,
-           max_regions: int = 8) -> ExportedProgram | SplitProgram:
+           max_regions: int = 8, time_budget: float | None = None) -> ExportedProgram | SplitProgram:
     """Export ``model`` like ``torch.export.export(..., strict=False)``, proving shape guards with shapeproof.
 
     Takes torch.export.export's arguments (``strict=True`` is traced
@@ -229,13 +230,16 @@ def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, d
     regions found and fixes; ``suggest_dynamic_shapes`` applies the fixes.
     ``max_regions`` bounds the number of distinct programs (the search may trace
     up to ``TRACES_PER_REGION`` times as often: a trace whose region another
-    program serves, up to exact identities, adds no program).
+    program serves, up to exact identities, adds no program).  ``time_budget``
+    (seconds) bounds the whole search: no trace starts after it is spent, and
+    the answer is what the traces so far support (the error says so).
     """
     deferred = prefer_deferred_runtime_asserts_over_guards
     return export_with_report(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict,
                               preserve_module_call_signature=preserve_module_call_signature,
                               prefer_deferred_runtime_asserts_over_guards=deferred,
-                              strategy=strategy, split=split, max_regions=max_regions).program
+                              strategy=strategy, split=split, max_regions=max_regions,
+                              time_budget=time_budget).program
 
 
 def suggest_dynamic_shapes(error: ExportError, dynamic_shapes):

@@ -294,8 +294,10 @@ def inputs_at(model, args: tuple, kwargs: dict | None, sizes: dict[str, int]) ->
 
 def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, timeout: float,
                    max_regions: int, max_traces: int | None = None, one_program_only: bool = False,
-                   options: dict | None = None) -> RegionSearch:
+                   options: dict | None = None, stop_at: float | None = None) -> RegionSearch:
     """Trace at points outside the regions found so far until they cover the declared ranges.
+
+    No trace starts after ``stop_at`` (a ``time.perf_counter()`` value): the caller's time budget.
 
     ``max_traces`` (default ``max_regions``) bounds the traces that no
     identity merged into an earlier program; ``TRACES_PER_REGION *
@@ -331,6 +333,9 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
         if len(search.traces) - programs.merged >= max_traces or len(search.traces) >= max_total:
             search.reason = (f"{len(search.traces)} traces ({count} distinct programs) did not cover the "
                              f"declared ranges (max_regions={max_regions})")
+            break
+        if stop_at is not None and time.perf_counter() >= stop_at:
+            search.reason = f"the time budget ran out after {len(search.traces)} traces"
             break
         counterexample = _other_side(first, regions, search.box, strategy, timeout) or verdict.counterexample
         point = {**first.point, **counterexample}
