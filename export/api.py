@@ -14,6 +14,7 @@ from shapeproof.solver.api import DEFAULT_TIMEOUT
 from shapeproof.tracer.engine_env import TorchDataDependentError
 
 from .errors import ExportError
+from .narrow import widest_single_program
 from .regions import (
     TRACES_PER_REGION, RegionSearch, python_guard, search_regions, set_input_checks, trace, variable_sources,
 )
@@ -83,10 +84,11 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
         return ExportResult(program, first.engine, report, time.perf_counter() - start, name, search,
                             list(warnings))
 
-    def error(notes=(), regions=()):
+    def error(notes=(), regions=(), narrowing=None):
         return ExportError(report, [first.engine.explain(v) for v in report.violations],
                            first.engine.notes + list(notes), first.failure, engine=first.engine,
-                           seconds=time.perf_counter() - start, model_name=name, regions=list(regions))
+                           seconds=time.perf_counter() - start, model_name=name, regions=list(regions),
+                           narrowing=narrowing)
 
     if report.specialized:
         raise error() from first.failure
@@ -101,7 +103,11 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
             return result(_serving(search), search)
         if search.covered and split:
             return result(split_program(model, first, search), search)
-        raise error(_region_notes(search, split), search.regions) from first.failure
+        narrowing = None
+        if not split and len(search.traces) > 1:
+            narrowing = widest_single_program(model, args, kwargs, spec, first, search, strategy=strategy,
+                                              timeout=timeout, options=options, stop_at=stop_at)
+        raise error(_region_notes(search, split), search.regions, narrowing) from first.failure
     if first.failure is not None:
         raise first.failure
     notes = _unproven_note(report, strategy) + _unread_note(first)
@@ -248,8 +254,11 @@ def suggest_dynamic_shapes(error: ExportError, dynamic_shapes):
     Uses the report's combined fix (one per dim, verified to satisfy every
     violated guard at once) when there is one; otherwise the best fix of each
     violation (the one keeping the most of the declared range), intersected
-    per dim.
+    per dim.  When one program serves a wider part of the ranges than the
+    first trace's guards (``error.narrowing``, verified), that is applied.
     """
+    if error.narrowing is not None:
+        return apply_fixes(dynamic_shapes, error.narrowing.fixes)
     if error.report.combined_fixes is not None:
         return apply_fixes(dynamic_shapes, error.report.combined_fixes)
     fixes = [next(f for f in ex.fixes if f.kind != "rewrite") for ex in error.violations

@@ -108,6 +108,7 @@ class RegionSearch:
     covered: bool = False
     reason: str = ""                   # why the search stopped without covering the ranges
     merges: list[str] = field(default_factory=list)   # programs found to serve other traces' regions
+    programs: "Programs | None" = None                 # the traces grouped by the program serving them
 
     @property
     def box(self) -> dict[Symbol, tuple]:
@@ -125,7 +126,7 @@ class RegionSearch:
         return lines
 
 
-def _canonical(engine: ShapeEnv) -> dict[Symbol, Symbol]:
+def canonical(engine: ShapeEnv) -> dict[Symbol, Symbol]:
     """Input dims the user sets; symbols the engine derived (``T = 4*k``) are lifted away first."""
     return {s: symbol(info.label) for s, info in engine.symbols.items() if info.backed and s not in engine.derived}
 
@@ -243,7 +244,7 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
             failure = exc
     report = engine.produce_guards()
     seconds = time.perf_counter() - start
-    canon = _canonical(engine)
+    canon = canonical(engine)
     parts = None if torch_env.unmirrored else _region(engine, report, canon)
     region = None if parts is None else F.conj(*(g for g, _ in parts))
     ranges = {canon[s]: info.range for s, info in engine.symbols.items() if s in canon}
@@ -339,7 +340,7 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
             break
         counterexample = _other_side(first, regions, search.box, strategy, timeout) or verdict.counterexample
         point = {**first.point, **counterexample}
-        tied = sorted(set(counterexample) - _settable(first.sizes))
+        tied = sorted(set(counterexample) - settable(first.sizes))
         if tied:
             search.reason = (f"no inputs realize {_point_str(counterexample)}: torch ties "
                              f"{', '.join(tied)} to other dims")
@@ -357,6 +358,7 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
         programs.add(found)
     search.regions = _regions(programs.groups, search.box)
     search.merges = programs.log
+    search.programs = programs
     return search
 
 
@@ -435,7 +437,7 @@ def _other_side(first: Trace, regions: list, box: dict, strategy: str, timeout: 
     return verdict.counterexample if verdict.refuted else None
 
 
-def _settable(sizes: dict[str, Expr]) -> set[str]:
+def settable(sizes: dict[str, Expr]) -> set[str]:
     """Canonical variables some input dim is a function of alone (``x.size(0) = 32*k`` sets ``k``).
 
     A variable torch tied to another dim while tracing (``x + y`` makes
