@@ -27,7 +27,15 @@ from shapeproof.solver.evaluate import truth
 from shapeproof.solver.terms import Mod, symbol
 
 from .regions import (
-    COVERAGE_TIMEOUT, TRACES_PER_REGION, RegionSearch, Trace, canonical, input_sizes, inputs_at, settable, trace,
+    COVERAGE_TIMEOUT,
+    TRACES_PER_REGION,
+    RegionSearch,
+    Trace,
+    canonical,
+    input_sizes,
+    inputs_at,
+    settable,
+    trace,
 )
 
 __all__ = ["Narrowing", "widest_single_program"]

@@ -108,7 +108,7 @@ class RegionSearch:
     covered: bool = False
     reason: str = ""                   # why the search stopped without covering the ranges
     merges: list[str] = field(default_factory=list)   # programs found to serve other traces' regions
-    programs: "Programs | None" = None                 # the traces grouped by the program serving them
+    programs: Programs | None = None                   # the traces grouped by the program serving them
 
     @property
     def box(self) -> dict[Symbol, tuple]:

@@ -200,5 +200,5 @@ def test_the_widest_range_keeps_the_genuine_path_and_drops_the_pad_branches_that
         x = torch.randn(1, 3, 8, w)
         with torch.no_grad():
             assert torch.allclose(module(x), model(x), atol=1e-5), w
-    with pytest.raises(Exception):
+    with pytest.raises(AssertionError, match=r"size\(\)\[3\] % 4 == 0"):
         module(torch.randn(1, 3, 8, 18))            # outside the narrowed range: rejected, not wrong
