@@ -25,6 +25,8 @@ __all__ = ["export", "export_with_report", "ExportResult", "suggest_dynamic_shap
 
 # region predicates in an error message are cut to this many characters (all of them are in error.regions)
 REGION_WIDTH = 400
+# the least time a failed export may spend looking for a narrower range that one program serves
+NARROWING_SECONDS = 30.0
 
 
 @dataclass
@@ -105,8 +107,12 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
             return result(split_program(model, first, search), search)
         narrowing = None
         if not split and len(search.traces) > 1:
+            # without a budget of the caller's, narrowing may take as long again as the export so far
+            # (at least NARROWING_SECONDS): a failing export reports within about twice its own time
+            now = time.perf_counter()
+            until = stop_at if stop_at is not None else now + max(now - start, NARROWING_SECONDS)
             narrowing = widest_single_program(model, args, kwargs, spec, first, search, strategy=strategy,
-                                              timeout=timeout, options=options, stop_at=stop_at)
+                                              timeout=timeout, options=options, stop_at=until)
         raise error(_region_notes(search, split), search.regions, narrowing) from first.failure
     if first.failure is not None:
         raise first.failure
@@ -239,6 +245,9 @@ def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, d
     program serves, up to exact identities, adds no program).  ``time_budget``
     (seconds) bounds the whole search: no trace starts after it is spent, and
     the answer is what the traces so far support (the error says so).
+    Without ``split``, a failed search then looks for the widest range one
+    program serves, verified (``error.narrowing``; ``suggest_dynamic_shapes``
+    applies it), within ``time_budget``, else about the time spent so far.
     """
     deferred = prefer_deferred_runtime_asserts_over_guards
     return export_with_report(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict,

@@ -17,6 +17,7 @@ group serves, tracing again at any point it finds outside.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -75,6 +76,11 @@ def fix_predicate(fixes: list[Fix]) -> F.Formula | None:
         else:
             return None
     return F.conj(*parts)
+
+
+def _kept(fixes: list[Fix]) -> float:
+    """The share of the declared ranges the fixes keep (a static dim keeps nothing)."""
+    return math.prod(0.0 if f.kind == "static" else 1.0 if f.kept is None else f.kept for f in fixes)
 
 
 class _Narrower:
@@ -176,5 +182,7 @@ def widest_single_program(model, args, kwargs, spec, first: Trace, search: Regio
     allowed = fix_predicate(fixes) if fixes else None
     if allowed is None or not narrower.verified(allowed):
         return None
+    if first.report.combined_fixes is not None and _kept(fixes) <= _kept(first.report.combined_fixes):
+        return None                       # no wider than what the first trace's own guards allow
     group = next(g for g in narrower.programs.groups if first in g)
     return Narrowing(fixes, group[0].point, narrower.added, time.perf_counter() - start)

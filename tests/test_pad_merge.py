@@ -158,8 +158,8 @@ def test_the_serving_program_accepts_the_inputs_of_the_regions_it_serves():
 def test_without_split_the_error_offers_the_widest_range_one_program_serves():
     """Clamped's genuine path is ``min(H, W) <= 4``; its pad branch merges: one program serves H, W >= 5."""
     model = Clamped().eval()
-    with pytest.raises(shapeproof.ExportError) as info:
-        shapeproof.export(model, (torch.randn(2, 8, 12, 4),), dynamic_shapes=SPEC)
+    with pytest.raises(shapeproof.ExportError) as info:     # a budget of its own: no default time cap
+        shapeproof.export(model, (torch.randn(2, 8, 12, 4),), dynamic_shapes=SPEC, time_budget=900)
     narrowing = info.value.narrowing
     assert narrowing is not None and "Wider: one program" in str(info.value)
     assert {(f.dim, f.kind, f.min, f.max) for f in narrowing.fixes} == {("H", "range", 5, 24),
@@ -189,7 +189,7 @@ def test_the_widest_range_keeps_the_genuine_path_and_drops_the_pad_branches_that
     model = PatchPadThenWindows().eval()
     spec = ({3: Dim("W", min=8, max=64)},)
     with pytest.raises(shapeproof.ExportError) as info:
-        shapeproof.export(model, (torch.randn(1, 3, 8, 16),), dynamic_shapes=spec)
+        shapeproof.export(model, (torch.randn(1, 3, 8, 16),), dynamic_shapes=spec, time_budget=900)
     narrowing = info.value.narrowing
     assert narrowing is not None
     assert [(f.dim, f.kind, f.modulus, f.min, f.max) for f in narrowing.fixes] == [("W", "multiple", 4, 2, 16)]
