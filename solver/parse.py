@@ -34,7 +34,8 @@ from sympy import Expr, Integer
 from . import floats as FL
 from . import formula as F
 from .size import Size, SizeOf
-from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, symbol
+from .nodes import Kind, Row, rows_named
+from .terms import FloorDiv, Max, Mod, symbol
 
 __all__ = ["ParseError", "parse", "parse_condition", "parse_term", "Limits"]
 
@@ -170,7 +171,7 @@ def _minmax_fn(node) -> Callable:
     return apply
 
 
-def _round_fn(kind: str) -> Callable:
+def _round_fn(kind: FL.Rounding) -> Callable:
     def apply(p: "_Parser", args, pos):
         return p.round_to_int(args[0], kind, pos)
     return apply
@@ -203,6 +204,17 @@ def _connective(join) -> Callable:
     return lambda p, args, pos: join(*(p.condition(v, pos) for v in args))
 
 
+# How the parser builds each kind of node from its arguments; which names spell which node is the
+# ``names`` column of ``nodes.TABLE``.
+_BUILDERS: dict[Kind, Callable[[Row], tuple[int | None, Callable]]] = {
+    Kind.DIVISION: lambda row: (2, _int_fn(row.cls)),
+    Kind.CHOICE: lambda row: (None, _minmax_fn(row.cls)),
+    Kind.TRUE_DIV: lambda row: (2, _true_div),
+    Kind.ROUNDING: lambda row: (1, _round_fn(row.rounding)),
+    Kind.TO_FLOAT: lambda row: (1, _to_real),
+    Kind.RING: lambda row: (2, _pow),                   # only ``**`` has a spelling as a function
+}
+
 _FUNCTIONS: dict[str, tuple[int | None, Callable]] = {
     **{name: (2, _rel_fn(op)) for name, op in
        [("Eq", "=="), ("Ne", "!="), ("Lt", "<"), ("Le", "<="), ("Gt", ">"), ("Ge", ">="),
@@ -213,20 +225,10 @@ _FUNCTIONS: dict[str, tuple[int | None, Callable]] = {
     "Not": (1, lambda p, args, pos: F.neg(p.condition(args[0], pos))),
     "sym_not": (1, lambda p, args, pos: F.neg(p.condition(args[0], pos))),
     "torch.sym_not": (1, lambda p, args, pos: F.neg(p.condition(args[0], pos))),
-    **{name: (2, _int_fn(FloorDiv)) for name in ("FloorDiv", "CleanDiv", "IntFloorDiv", "floordiv")},
-    **{name: (2, _int_fn(Mod)) for name in ("Mod", "PythonMod")},
-    "CeilDiv": (2, _int_fn(CeilDiv)),
-    "TruncDiv": (2, _int_fn(TruncDiv)),
+    **{name: _BUILDERS[row.kind](row) for name, row in rows_named(*_BUILDERS).items()},
+    # spellings that are not one node
     "ModularIndexing": (3, _modular_indexing),
-    **{name: (None, _minmax_fn(Max)) for name in ("Max", "max", "sym_max", "torch.sym_max")},
-    **{name: (None, _minmax_fn(Min)) for name in ("Min", "min", "sym_min", "torch.sym_min")},
-    **{name: (2, _true_div) for name in ("IntTrueDiv", "FloatTrueDiv")},
-    **{name: (1, _round_fn("ceil")) for name in ("CeilToInt", "math.ceil", "ceiling", "ceil")},
-    **{name: (1, _round_fn("floor")) for name in ("FloorToInt", "math.floor", "floor")},
-    **{name: (1, _round_fn("trunc")) for name in ("TruncToInt", "math.trunc", "int", "trunc")},
-    **{name: (1, _to_real) for name in ("ToFloat", "sym_float", "torch.sym_float", "float")},
     **{name: (1, _abs) for name in ("abs", "Abs")},
-    **{name: (2, _pow) for name in ("PowByNatural", "pow")},
     "Integer": (1, lambda p, args, pos: p.integer(args[0], pos)),
 }
 
@@ -590,7 +592,7 @@ class _Parser:
             return _Num(FL.float_binop("%", a.expr, b.expr), _merge(a, b), real=True)
         return _Num(Mod(a.expr, b.expr), _merge(a, b) | _nonzero(b.expr))
 
-    def round_to_int(self, value, kind: str, pos: int) -> _Num:
+    def round_to_int(self, value, kind: FL.Rounding, pos: int) -> _Num:
         n = self.number(value, pos)
         if not n.real:
             return n

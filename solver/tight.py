@@ -23,7 +23,9 @@ from __future__ import annotations
 import sympy
 from sympy import Expr
 
-from .bounds import Bounds, Interval, _add, _mod, _times, point_interval
+from .bounds import Bounds
+from .interval_math import Interval, point_interval
+from .interval_math import add as _add, mod as _mod, times as _times
 from .problem import Deadline, OutOfTime
 from .rules import exact_quotient, linear_coefficient
 from .terms import FloorDiv

@@ -77,11 +77,17 @@ def test_ranges_map_infinity_to_none():
 
 
 @pytest.mark.parametrize("expr", [T.FloorDiv(s0, 2) + sympy.Symbol("zf", real=True),
-                                  torch.utils._sympy.functions.RoundToInt(T.IntTrueDiv(s0, 3)),
+                                  torch.utils._sympy.functions.RoundDecimal(T.IntTrueDiv(s0, 3), 2),
                                   torch.utils._sympy.functions.Where(sympy.Eq(s0, 1), s0, s1)])
 def test_unsupported_expressions_say_what_they_are(expr):
     with pytest.raises(UnsupportedExpression):
         to_term(expr)
+
+
+def test_round_to_int_is_pythons_round_half_to_even():
+    """``round(x.size(0) / 2)`` (ExportDB's dynamic_shape_round) is read, with Python's ties-to-even."""
+    term = to_term(torch.utils._sympy.functions.RoundToInt(T.IntTrueDiv(s0, 2)))
+    assert [evaluate_term(term, {"s0": n}) for n in range(1, 8)] == [round(n / 2) for n in range(1, 8)]
 
 
 def test_real_guards_from_a_trace_hold_at_the_example():

@@ -20,7 +20,7 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv as TorchShapeEnv
 import torch.utils._sympy.functions as sympy_functions  # noqa: F401  (exact_cancel patches it; pinned in tests)
 from torch.utils._sympy.functions import (
     CeilToInt, CleanDiv, FloatTrueDiv, FloorDiv, FloorToInt, Identity, IntTrueDiv, LShift, Max, Min, Mod,
-    ModularIndexing, PowByNatural, PythonMod, RShift, ToFloat, TruncToInt,
+    ModularIndexing, PowByNatural, PythonMod, RoundToInt, RShift, ToFloat, TruncToInt,
 )
 from torch.utils._sympy.numbers import IntInfinity, NegativeIntInfinity
 from torch.utils._sympy.value_ranges import ValueRanges
@@ -36,7 +36,7 @@ PINNED = {
     "CeilToInt": CeilToInt, "CleanDiv": CleanDiv, "FloatTrueDiv": FloatTrueDiv, "FloorDiv": FloorDiv,
     "FloorToInt": FloorToInt, "Identity": Identity, "IntTrueDiv": IntTrueDiv, "LShift": LShift, "Max": Max,
     "Min": Min, "Mod": Mod, "ModularIndexing": ModularIndexing, "PowByNatural": PowByNatural,
-    "PythonMod": PythonMod, "RShift": RShift, "ToFloat": ToFloat, "TruncToInt": TruncToInt,
+    "PythonMod": PythonMod, "RoundToInt": RoundToInt, "RShift": RShift, "ToFloat": ToFloat, "TruncToInt": TruncToInt,
     "IntInfinity": IntInfinity, "NegativeIntInfinity": NegativeIntInfinity, "ValueRanges": ValueRanges,
 }
 

@@ -28,7 +28,9 @@ from shapeproof.solver.strategy import (
     sample_points,
     unknown,
 )
-from shapeproof.solver.terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv
+from shapeproof.solver.enumerate import EnumerateStrategy
+from shapeproof.solver.nodes import Unmodelled, row_of
+from shapeproof.solver.verdict import Status
 from sympy import Expr, Symbol
 
 from . import torch_internals as T
@@ -39,7 +41,7 @@ _SCAN_LIMIT = 20_000
 
 
 class _ToTorch:
-    """shapeproof terms -> torch's sympy functions (Python semantics: PythonMod, FloorDiv)."""
+    """shapeproof terms -> torch's sympy functions: each node's ``torch`` column (``solver.nodes``)."""
 
     def __init__(self, names: dict[Symbol, Symbol]):
         self.names = names
@@ -49,22 +51,13 @@ class _ToTorch:
             return self.names[e]
         if e.is_Integer:
             return e
-        args = [self.term(a) for a in e.args]
-        if isinstance(e, FloorDiv):
-            return T.FloorDiv(*args)
-        if isinstance(e, Mod):
-            return T.PythonMod(*args)
-        if isinstance(e, CeilDiv):
-            return -T.FloorDiv(-args[0], args[1])
-        if isinstance(e, TruncDiv):
-            return T.TruncToInt(T.IntTrueDiv(*args))
-        if isinstance(e, Min):
-            return T.Min(*args)
-        if isinstance(e, Max):
-            return T.Max(*args)
-        if isinstance(e, (sympy.Add, sympy.Mul, sympy.Pow)):
-            return e.func(*args)
-        raise ValueError(f"no torch form for {e}")
+        try:
+            row = row_of(e)
+        except TypeError:
+            raise ValueError(f"no torch form for {e}") from None
+        if isinstance(row.torch, Unmodelled):
+            raise ValueError(f"no torch form for {e}: {row.torch.why}")
+        return row.torch(T, *(self.term(a) for a in e.args))
 
     def condition(self, f: F.Formula):
         if isinstance(f, F.Const):
@@ -107,10 +100,9 @@ class TorchStrategy(Strategy):
             for d in sorted({d for r in F.relations(problem.goal) for d in r.divisors}, key=str):
                 if env._maybe_evaluate_static(sympy.Ne(convert.term(d), 0), axioms=axioms or None) is not sympy.true:
                     return unknown("torch decides it assuming a divisor is nonzero, which it cannot show")
-            if problem.bounded and self._box_points(problem) <= _SCAN_LIMIT:
-                point = self._scan(problem, deadline)
-                if point is not None:
-                    return refuted(point, "torch's ShapeEnv decides it true, but it fails here")
+            point = self._scan(problem, deadline)
+            if point is not None:
+                return refuted(point, "torch's ShapeEnv decides it true, but it fails here")
             return proven("torch's ShapeEnv decides it statically")
         point = self._witness(problem, deadline)
         if point is None:
@@ -121,28 +113,15 @@ class TorchStrategy(Strategy):
         for point in sample_points(problem, count=12):
             if check_counterexample(problem, point) is None:
                 return point
-        if problem.bounded and self._box_points(problem) <= _SCAN_LIMIT:
-            return self._scan(problem, deadline)
-        return None
+        return self._scan(problem, deadline)
 
     @staticmethod
-    def _box_points(problem: Problem) -> int:
-        total = 1
-        for lo, hi in problem.ranges.values():
-            total *= hi - lo + 1
-        return total
-
-    def _scan(self, problem: Problem, deadline: Deadline):
-        import itertools
-
-        axes = [range(lo, hi + 1) for lo, hi in (problem.ranges[s] for s in problem.symbols)]
-        for k, values in enumerate(itertools.product(*axes)):
-            if k % 1024 == 0 and deadline.expired():
-                return None
-            point = dict(zip(problem.symbols, values))
-            if check_counterexample(problem, point) is None:
-                return point
-        return None
+    def _scan(problem: Problem, deadline: Deadline):
+        """The smallest counterexample of a box of at most ``_SCAN_LIMIT`` points, by enumeration."""
+        if not problem.bounded or problem.box_size > _SCAN_LIMIT:
+            return None
+        outcome = EnumerateStrategy(max_points=_SCAN_LIMIT).decide(problem, deadline)
+        return outcome.counterexample if outcome.status is Status.REFUTED else None
 
 
 def register() -> None:
