@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 import torch
 from torch.export import ExportedProgram
 
-from shapeproof.shapes import DimKind, GuardReport, ShapeEnv
-from shapeproof.shapes.records import Query
-from shapeproof.solver.api import DEFAULT_TIMEOUT
+from shapeproof.shapes import DimKind, GuardReport, Query, ShapeEnv
+from shapeproof.solver import DEFAULT_TIMEOUT
+from shapeproof.tracer import strategy_named
 from shapeproof.tracer.engine_env import TorchDataDependentError
 
 from .errors import ExportError
@@ -73,7 +73,8 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
                    prefer_deferred_runtime_asserts_over_guards=prefer_deferred_runtime_asserts_over_guards)
     spec = normalize_spec(dynamic_shapes, model, args, kwargs)
     start = time.perf_counter()
-    first = trace(model, args, kwargs, spec, strategy, timeout, options)
+    chosen = strategy_named(strategy)       # "torch": torch's own reasoning, which the solvers know only if asked
+    first = trace(model, args, kwargs, spec, chosen, timeout, options)
     data_dependent = _data_dependent_cause(first.failure)
     if data_dependent is not None:
         raise data_dependent.with_traceback(None) from None
@@ -95,7 +96,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
             raise error() from first.failure
         # without split, several programs are only usable as torch-style input checks over several dims
         single_dim = any(len(v.lifted.free_symbols) < 2 for v in report.violations)
-        search = _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split,
+        search = _search(model, args, kwargs, spec, first, chosen, timeout, max_regions, split,
                          one_program_only=not split and single_dim, options=options)
         if search.covered and len(search.regions) == 1:
             # every trace gave this graph: the violated guards only chose between identical code paths
@@ -111,7 +112,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
     if report.restrictions:
         # torch.export keeps these as input checks; other traces may show that the program serves more
         # (a check over named dims may then become the whole region of the program, hence the longer search)
-        search = _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split,
+        search = _search(model, args, kwargs, spec, first, chosen, timeout, max_regions, split,
                          one_program_only=not split and not _named_relations(first.engine, report),
                          options=options)
         if search.covered and len(search.regions) == 1:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shapeproof.shapes.html_report import render_html
+from shapeproof.shapes import render_html
 
 from .api import ExportResult
 from .errors import ExportError

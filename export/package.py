@@ -40,6 +40,7 @@ import zipfile
 from dataclasses import dataclass
 
 import torch
+from shapeproof.tracer.torch_internals import sympy_functions
 from torch.export.pt2_archive import constants as pt2
 
 __all__ = ["Caps", "PackageError", "check_guard_code", "check_member", "check_sympy_text", "open_archive",
@@ -179,7 +180,7 @@ def _check_model(model, what: str) -> None:
 
 # ---------------------------------------------------------------------------- text torch evaluates
 
-_SYMPY_FUNCTIONS = frozenset(torch.utils._sympy.functions.__all__) | {
+_SYMPY_FUNCTIONS = frozenset(sympy_functions.__all__) | {
     "Symbol", "Integer", "Rational", "Float", "Add", "Mul", "Pow", "Mod", "Max", "Min", "Abs", "floor",
     "ceiling", "Eq", "Ne", "Lt", "Le", "Gt", "Ge", "Equality", "Unequality", "StrictLessThan",
     "StrictGreaterThan", "LessThan", "GreaterThan", "And", "Or", "Not", "Piecewise", "ExprCondPair",

@@ -25,14 +25,10 @@ from dataclasses import dataclass, field
 
 import sympy
 import torch
-from shapeproof.shapes import GuardReport, ShapeEnv
-from shapeproof.shapes.report import lift
-from shapeproof.solver import formula as F
-from shapeproof.solver.api import prove, simplify
-from shapeproof.solver.bounds import Bounds
-from shapeproof.solver.evaluate import evaluate_term, truth
-from shapeproof.solver.guard_code import guard_code
-from shapeproof.solver.terms import divisors, symbol
+from shapeproof.shapes import GuardReport, ShapeEnv, lift
+from shapeproof.tracer.torch_internals import pytree
+from shapeproof import solver as F      # the solver's facade: conditions, questions, guard code
+from shapeproof.solver import Bounds, divisors, evaluate_term, guard_code, prove, simplify, symbol, truth
 from shapeproof.tracer.engine_env import EngineShapeEnv, engine_tracing
 from shapeproof.tracer.size_asserts import label_size_asserts
 from shapeproof.tracer.torch_internals import EXPORTED_PROGRAM_GUARDS_ATTRIBUTE
@@ -250,16 +246,16 @@ def inputs_at(model, args: tuple, kwargs: dict | None, sizes: dict[str, int]) ->
     dtypes matter; values are zeros.
     """
     bound = _bound_arguments(model, args, kwargs)
-    leaves, treespec = torch.utils._pytree.tree_flatten_with_path(dict(bound.arguments))
+    leaves, treespec = pytree.tree_flatten_with_path(dict(bound.arguments))
     new_leaves = []
     for path, leaf in leaves:
         if isinstance(leaf, torch.Tensor):
-            prefix = "L" + torch.utils._pytree.keystr(path)
+            prefix = "L" + pytree.keystr(path)
             shape = [sizes.get(f"{prefix}.size()[{d}]", n) for d, n in enumerate(leaf.shape)]
             if list(shape) != list(leaf.shape):
                 leaf = torch.zeros(shape, dtype=leaf.dtype, device=leaf.device)
         new_leaves.append(leaf)
-    bound.arguments.update(torch.utils._pytree.tree_unflatten(new_leaves, treespec))
+    bound.arguments.update(pytree.tree_unflatten(new_leaves, treespec))
     return bound.args, bound.kwargs
 
 

@@ -5,8 +5,7 @@ from collections import Counter, OrderedDict
 
 from torch.export import ExportedProgram
 
-from shapeproof.shapes import ShapeEnv
-from shapeproof.shapes.records import Query
+from shapeproof.shapes import Query, ShapeEnv
 
 __all__ = ["program_summary", "discharged_table"]
 

@@ -13,10 +13,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from http import HTTPStatus
 
-from shapeproof.solver import formula as F
-from shapeproof.solver.api import STRATEGIES, prove, simplify
-from shapeproof.solver.parse import Limits, ParseError, parse, parse_condition
-from shapeproof.solver.terms import term_str
+from shapeproof import solver as S
+from shapeproof.solver import STRATEGIES, Limits, ParseError, parse, parse_condition, prove, simplify, term_str
 
 from .explain import Explanation
 from .inputs import InputError, check_name, check_seconds, check_span
@@ -229,7 +227,7 @@ def _simplify(task: dict, limits: Limits, budget: float) -> dict:
             raise
         # simplify signals a spent budget with an exception of its own (a private class)
         return {"simplified": None, "reason": f"the time limit ({budget:.2g} s) ran out while simplifying"}
-    return {"simplified": str(result) if isinstance(result, F.Formula) else term_str(result)}
+    return {"simplified": str(result) if isinstance(result, S.Formula) else term_str(result)}
 
 
 _WORK = {"/prove": _prove, "/explain": _explain_guard, "message": _explain_message, "/simplify": _simplify}

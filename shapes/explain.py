@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 
 from sympy import Expr, Symbol
 
-from shapeproof.solver import formula as F
-from shapeproof.solver.evaluate import Undefined, _eval, truth
-from shapeproof.solver.terms import term_str
+from shapeproof import solver as S
+from shapeproof.solver import Undefined, evaluate, term_str, truth
 
 from .fixes import Fix
 from .records import Guard, RuntimeAssert
@@ -102,7 +101,7 @@ class Explanation:
         return self.text
 
 
-def _steps(env, f: F.Formula, point: dict[Symbol, int]) -> list[tuple[str, str]]:
+def _steps(env, f: S.Formula, point: dict[Symbol, int]) -> list[tuple[str, str]]:
     """Values of the subterms and relations of ``f`` at ``point``, innermost first."""
     labels = env.label_map()
     seen: list[Expr] = []
@@ -113,28 +112,27 @@ def _steps(env, f: F.Formula, point: dict[Symbol, int]) -> list[tuple[str, str]]
         if not (term.is_Atom or term in seen):
             seen.append(term)
 
-    rels = list(F.relations(f))
+    rels = list(S.relations(f))
     for r in rels:
         visit(r.lhs)
         visit(r.rhs)
     out: list[tuple[str, str]] = []
-    memo: dict = {}
     for term in seen:
         try:
-            value = str(_eval(term, point, memo))
+            value = str(evaluate(term, point))
         except Undefined:
             value = "undefined (division by zero)"
         out.append((term_str(term.xreplace(labels)), value))
     for r in rels:
         verdict = truth(r, point)
         shown = {True: "True", False: "False", None: "undefined (division by zero)"}[verdict]
-        out.append((str(F.substitute(r, labels)), shown))
+        out.append((str(S.substitute(r, labels)), shown))
     if len(out) > _MAX_STEPS:   # keep the innermost few and every relation
         out = out[:_MAX_STEPS - len(rels)] + [("...", "...")] + out[-len(rels):]
     return out
 
 
-def _dims(env, f: F.Formula) -> list[DimInfo]:
+def _dims(env, f: S.Formula) -> list[DimInfo]:
     out = []
     for path in env.graph.inputs_of(f.free_symbols):
         info = next((i for i in env.symbols.values() if any(src.path == path for src in i.sources)), None)

@@ -14,10 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from shapeproof.solver.api import DEFAULT_TIMEOUT, prove
-from shapeproof.solver.formula import formula_str
-from shapeproof.solver.parse import parse_condition
-from shapeproof.solver.verdict import Verdict
+from shapeproof.solver import DEFAULT_TIMEOUT, Verdict, formula_str, parse_condition, prove
 
 from .records import Query
 

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
-from shapeproof.solver.formula import Formula
-from shapeproof.solver.verdict import Verdict
+from shapeproof.solver import Formula, Verdict
 
 from .provenance import Provenance
 
@@ -43,6 +43,18 @@ class RuntimeAssert:
     message: str = ""
 
 
+class Purpose(str, Enum):
+    """Why the environment asked the solver."""
+
+    EVALUATE = "evaluate"                  # a branch on a size while tracing
+    SIZE_OBLIVIOUS = "size_oblivious"      # a framework check, sizes taken as >= 2
+    CHECK = "check"                        # torch._check
+    STATIC = "static"                      # statically_known: never records anything
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass
 class Query:
     """One question put to the solver during tracing (the replay log of an export)."""
@@ -51,7 +63,7 @@ class Query:
     facts: tuple[Formula, ...]
     ranges: dict = field(default_factory=dict)   # symbol name -> (lo, hi)
     strategy: str = ""
-    status: str = ""
+    status: str = ""       # a ``Status`` value: proven, refuted, unknown
     seconds: float = 0.0
-    purpose: str = ""      # "evaluate", "size_oblivious", "check", "static", ...
+    purpose: str = ""      # a ``Purpose``
     where: Provenance | None = None

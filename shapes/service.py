@@ -37,7 +37,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from shapeproof.solver.api import STRATEGIES
+from shapeproof.solver import STRATEGIES
 
 from .endpoints import ROUTES, BadRequest, ServiceLimits, stopped, task
 from .workers import WorkerPool

@@ -24,8 +24,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from shapeproof.solver.api import DEFAULT_TIMEOUT
-from shapeproof.solver.parse import ParseError, parse_condition
+from shapeproof.solver import DEFAULT_TIMEOUT, ParseError, parse_condition
 
 from .explain import Explanation
 from .provenance import Frame, Provenance

@@ -22,9 +22,9 @@ from typing import Sequence
 from .enumerate import EnumerateStrategy
 from .interval import IntervalStrategy
 from .problem import Deadline, Problem
-from .rewrite import RewriteStrategy, Simplified
+from .rewrite import Reductions, RewriteStrategy, Simplified
 from .smt import Z3Strategy
-from .strategy import Strategy, run
+from .strategy import Outcome, Strategy, run
 from .verdict import Status, Verdict
 
 __all__ = ["Cascade"]
@@ -40,24 +40,40 @@ def _clip(lo, hi) -> tuple:
     return lo, lo + _EXACT_SPAN if hi is None else min(hi, lo + _EXACT_SPAN)
 
 
-class Cascade:
-    """Runs strategies in order until one decides; thread-safe LRU cache of decided verdicts."""
+class Cascade(Strategy):
+    """Runs strategies in order until one decides; thread-safe LRU cache of decided verdicts.
+
+    Its verdict names the stage that decided (``enumerate``, ``rewrite+z3``, ...), so it answers through
+    ``verdict`` rather than ``decide``; each stage's answer is checked by ``strategy.run``.
+    """
 
     name = "cascade"
+    decides_floats = True       # it routes float nodes to enumeration itself
 
-    def __init__(self, stages: Sequence[Strategy] | None = None, cache_size: int = 8192):
+    def __init__(self, stages: Sequence[Strategy] | None = None, cache_size: int = 8192,
+                 reductions: Reductions | None = None):
+        reductions = reductions if reductions is not None else Reductions()
         self.stages = list(stages) if stages is not None else [
             IntervalStrategy(),
             EnumerateStrategy(max_points=100_000),
-            RewriteStrategy(),
-            Simplified(Z3Strategy()),
+            RewriteStrategy(reductions),
+            Simplified(Z3Strategy(), reductions),
             EnumerateStrategy(max_points=4_000_000),
         ]
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple, Verdict] = OrderedDict()
         self._lock = threading.Lock()
 
+    def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
+        verdict = self.verdict(problem, deadline)
+        point = None if verdict.counterexample is None else {
+            s: verdict.counterexample[s.name] for s in problem.symbols}
+        return Outcome(verdict.status, verdict.reason, point)
+
     def __call__(self, problem: Problem, deadline: Deadline) -> Verdict:
+        return self.verdict(problem, deadline)
+
+    def verdict(self, problem: Problem, deadline: Deadline) -> Verdict:
         start = time.perf_counter()
         with self._lock:
             hit = self._cache.get(problem.key)

@@ -53,6 +53,10 @@ class Strategy:
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
         raise NotImplementedError
 
+    def verdict(self, problem: Problem, deadline: Deadline) -> Verdict:
+        """The checked, timed answer (``run``); a strategy made of others (``Cascade``) names the one that decided."""
+        return run(self, problem, deadline)
+
     def __repr__(self) -> str:
         return f"<strategy {self.name}>"
 

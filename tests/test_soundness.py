@@ -8,7 +8,7 @@ import warnings
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import shapeproof.tracer  # noqa: F401  (registers strategy "torch", which is held to the same standard)
+from shapeproof.tracer import TorchStrategy  # strategy "torch" is held to the same standard
 from shapeproof.solver import STRATEGIES, CeilDiv, FloorDiv, Max, Min, Mod, Status, TruncDiv, prove, symbol
 from shapeproof.solver.formula import conj, disj, neg, rel
 from shapeproof.solver.problem import Problem
@@ -38,11 +38,15 @@ boxes = st.lists(st.tuples(st.integers(-6, 6), st.integers(0, 7)), min_size=3, m
     lambda spans: {s.name: (lo, lo + width) for s, (lo, width) in zip(SYMS, spans)})
 
 
+_STRATEGY = {"torch": TorchStrategy()}
+NAMES = sorted([*STRATEGIES, *_STRATEGY])
+
+
 def _check(goal, box, facts, name):
     problem = Problem.build(goal, box, facts)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        v = prove(goal, ranges=box, facts=facts, strategy=name, timeout=5.0)
+        v = prove(goal, ranges=box, facts=facts, strategy=_STRATEGY.get(name, name), timeout=5.0)
     truth_everywhere, _ = brute_force(problem)
     if v.status is Status.PROVEN:
         assert truth_everywhere, f"{name} proved a false guard: {problem.describe()}"
@@ -59,13 +63,13 @@ SETTINGS = settings(max_examples=int(os.environ.get("SHAPEPROOF_EXAMPLES", 150))
 
 
 @SETTINGS
-@given(formulas, boxes, st.sampled_from(sorted(STRATEGIES)))
+@given(formulas, boxes, st.sampled_from(NAMES))
 def test_random_guards_against_brute_force(goal, box, name):
     _check(goal, box, (), name)
 
 
 @SETTINGS
-@given(formulas, relations, boxes, st.sampled_from(sorted(STRATEGIES)))
+@given(formulas, relations, boxes, st.sampled_from(NAMES))
 def test_random_guards_with_facts_against_brute_force(goal, fact, box, name):
     _check(goal, box, (fact,), name)
 

@@ -112,7 +112,7 @@ def test_an_open_ended_stage_leaves_time_for_enumeration():
 def test_torch_strategy_does_not_pass_on_torchs_wrong_proofs():
     """torch's value ranges prove TruncDiv(x, y) <= y - 4 here; Python says False at x = -2, y = 3."""
     pytest.importorskip("torch")
-    import shapeproof.tracer  # noqa: F401  (registers the strategy)
+    from shapeproof.tracer import TorchStrategy
 
-    verdict = prove("TruncDiv(x, y) <= -4 + y", ranges={"x": (-3, -2), "y": (3, 4)}, strategy="torch")
+    verdict = prove("TruncDiv(x, y) <= -4 + y", ranges={"x": (-3, -2), "y": (3, 4)}, strategy=TorchStrategy())
     assert verdict.refuted and verdict.counterexample == {"x": -2, "y": 3}

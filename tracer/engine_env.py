@@ -42,8 +42,7 @@ from dataclasses import dataclass
 import sympy
 import torch
 
-from shapeproof.shapes import DataDependentError, DimKind, ShapeEnv, Source, capture
-from shapeproof.shapes.provenance import Provenance
+from shapeproof.shapes import DataDependentError, DimKind, Provenance, ShapeEnv, Source, capture
 
 from .data_errors import annotated
 from .exact_cancel import exact_cancellation

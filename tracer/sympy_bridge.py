@@ -23,10 +23,8 @@ import sympy
 from sympy import Expr, Integer, Symbol
 from sympy.logic.boolalg import BooleanAtom
 
-from shapeproof.solver import floats as FL
-from shapeproof.solver import formula as F
-from shapeproof.solver.nodes import Kind, rows_named
-from shapeproof.solver.terms import FloorDiv, Mod, symbol
+from shapeproof import solver as S
+from shapeproof.solver import FloorDiv, Kind, Mod, floats as FL, rows_named, symbol
 
 from . import torch_internals as T
 
@@ -120,15 +118,15 @@ class _Converter:
         return node
 
     # -- conditions -----------------------------------------------------------------
-    def condition(self, e) -> F.Formula:
+    def condition(self, e) -> S.Formula:
         if isinstance(e, BooleanAtom) or e in (sympy.true, sympy.false):
-            return F.TRUE if bool(e) else F.FALSE
+            return S.TRUE if bool(e) else S.FALSE
         if isinstance(e, sympy.And):
-            return F.conj(*(self.condition(a) for a in e.args))
+            return S.conj(*(self.condition(a) for a in e.args))
         if isinstance(e, sympy.Or):
-            return F.disj(*(self.condition(a) for a in e.args))
+            return S.disj(*(self.condition(a) for a in e.args))
         if isinstance(e, sympy.Not):
-            return F.neg(self.condition(e.args[0]))
+            return S.neg(self.condition(e.args[0]))
         op = _RELATIONS.get(type(e))
         if op is None:
             raise UnsupportedExpression(f"not a condition: {type(e).__name__}: {e}")
@@ -141,7 +139,7 @@ class _Converter:
         divs = FL.prune_defined(own, lhs, rhs)
         if FL.is_float(lhs) or FL.is_float(rhs):
             return FL.compare_float(op, lhs, rhs, divs)
-        return F.rel(op, lhs, rhs, divs)
+        return S.rel(op, lhs, rhs, divs)
 
 
 def _pow(c: _Converter, e, row=None):
@@ -223,7 +221,7 @@ def to_term(expr, rename: Mapping | None = None) -> Expr:
     return _Converter(rename).term(sympy.sympify(expr) if not isinstance(expr, sympy.Basic) else expr)
 
 
-def to_condition(expr, rename: Mapping | None = None) -> F.Formula:
+def to_condition(expr, rename: Mapping | None = None) -> S.Formula:
     """The shapeproof condition for a torch sympy boolean (Eq/Ne/Lt/.../And/Or/Not/true/false)."""
     return _Converter(rename).condition(expr)
 

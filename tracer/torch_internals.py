@@ -22,6 +22,7 @@ from torch.utils._sympy.functions import (
     CeilToInt, CleanDiv, FloatTrueDiv, FloorDiv, FloorToInt, Identity, IntTrueDiv, LShift, Max, Min, Mod,
     ModularIndexing, PowByNatural, PythonMod, RoundToInt, RShift, ToFloat, TruncToInt,
 )
+import torch.utils._pytree as pytree
 from torch.utils._sympy.numbers import IntInfinity, NegativeIntInfinity
 from torch.utils._sympy.value_ranges import ValueRanges
 
@@ -36,9 +37,13 @@ PINNED = {
     "CeilToInt": CeilToInt, "CleanDiv": CleanDiv, "FloatTrueDiv": FloatTrueDiv, "FloorDiv": FloorDiv,
     "FloorToInt": FloorToInt, "Identity": Identity, "IntTrueDiv": IntTrueDiv, "LShift": LShift, "Max": Max,
     "Min": Min, "Mod": Mod, "ModularIndexing": ModularIndexing, "PowByNatural": PowByNatural,
-    "PythonMod": PythonMod, "RoundToInt": RoundToInt, "RShift": RShift, "ToFloat": ToFloat, "TruncToInt": TruncToInt,
+    "PythonMod": PythonMod, "RShift": RShift, "ToFloat": ToFloat, "TruncToInt": TruncToInt,
     "IntInfinity": IntInfinity, "NegativeIntInfinity": NegativeIntInfinity, "ValueRanges": ValueRanges,
+    "RoundToInt": RoundToInt,
 }
+# torch.utils._pytree functions (export's input flattening, the size tracker's leaves)
+PYTREE_FUNCTIONS = ["tree_flatten_with_path", "tree_unflatten", "keystr", "tree_leaves"]
+PINNED.update({f"pytree.{name}": getattr(pytree, name) for name in PYTREE_FUNCTIONS})
 
 # ShapeEnv methods EngineShapeEnv overrides, with the parameters it relies on.
 OVERRIDDEN_SHAPE_ENV_METHODS = {
@@ -55,9 +60,10 @@ OVERRIDDEN_SHAPE_ENV_METHODS = {
     "_get_user_frame": [],
     "_set_replacement": ["a", "tgt", "msg"],
 }
-# ShapeEnv attributes EngineShapeEnv reads (the size tracker also resets a bound symbol's var_to_range).
+# ShapeEnv attributes EngineShapeEnv and the region search read (the size tracker also resets a bound
+# symbol's var_to_range).
 READ_SHAPE_ENV_ATTRIBUTES = ["guards", "deferred_runtime_asserts", "var_to_range", "source_name_to_debug_name",
-                             "var_to_sources", "dim_constraints", "backed_var_to_val"]
+                             "var_to_sources", "dim_constraints", "backed_var_to_val", "replacements"]
 # Private ShapeEnv methods and attributes the size tracker uses (it sets and, while torch lowers runtime
 # asserts, lifts the replacements of the symbols it binds).
 CALLED_SHAPE_ENV_METHODS = {"_set_replacement": ["a", "tgt", "msg"], "_update_version_counter": []}

@@ -9,33 +9,24 @@ scan) shows it; otherwise it is reported as unknown.  torch's value-range
 reasoning is not exact (it proves ``TruncDiv(x, y) <= y - 4`` over
 ``x in [-3, -2], y in [3, 4]``, false at ``x = -2, y = 3``), so a True answer
 is scanned on boxes of up to ``_SCAN_LIMIT`` points before it is a proof, and
-a point the scan finds is a refutation.  Registered under
-``shapeproof.solver.STRATEGIES["torch"]`` when ``shapeproof.tracer`` is
-imported (``solver`` itself never imports torch).
+a point the scan finds is a refutation.  Chosen explicitly: pass a
+``TorchStrategy()`` (or ``strategy="torch"`` to ``shapeproof.export``, which
+resolves the name with ``strategy_named``); ``solver`` itself never imports torch.
 """
 from __future__ import annotations
 
 import sympy
-from shapeproof.solver import formula as F
-from shapeproof.solver.api import STRATEGIES
-from shapeproof.solver.problem import Deadline, Problem
-from shapeproof.solver.strategy import (
-    Outcome,
-    Strategy,
-    check_counterexample,
-    proven,
-    refuted,
-    sample_points,
-    unknown,
-)
-from shapeproof.solver.enumerate import EnumerateStrategy
-from shapeproof.solver.nodes import Unmodelled, row_of
-from shapeproof.solver.verdict import Status
 from sympy import Expr, Symbol
+
+from shapeproof import solver as S
+from shapeproof.solver import (
+    Deadline, EnumerateStrategy, Outcome, Problem, Status, Strategy, Unmodelled, check_counterexample, proven,
+    refuted, row_of, sample_points, unknown,
+)
 
 from . import torch_internals as T
 
-__all__ = ["TorchStrategy", "register"]
+__all__ = ["TorchStrategy", "strategy_named"]
 
 _SCAN_LIMIT = 20_000
 
@@ -59,14 +50,14 @@ class _ToTorch:
             raise ValueError(f"no torch form for {e}: {row.torch.why}")
         return row.torch(T, *(self.term(a) for a in e.args))
 
-    def condition(self, f: F.Formula):
-        if isinstance(f, F.Const):
+    def condition(self, f: S.Formula):
+        if isinstance(f, S.Const):
             return sympy.true if f.value else sympy.false
-        if isinstance(f, F.Rel):
+        if isinstance(f, S.Rel):
             op = {"==": sympy.Eq, "!=": sympy.Ne, "<": sympy.Lt, "<=": sympy.Le, ">": sympy.Gt, ">=": sympy.Ge}[f.op]
             return op(self.term(f.lhs), self.term(f.rhs))
         parts = [self.condition(a) for a in f.args]
-        return sympy.And(*parts) if isinstance(f, F.And) else sympy.Or(*parts)
+        return sympy.And(*parts) if isinstance(f, S.And) else sympy.Or(*parts)
 
 
 def _torch_range(lo, hi):
@@ -97,7 +88,7 @@ class TorchStrategy(Strategy):
             return unknown("torch's static evaluation left it open")
         if bool(answer):
             # torch takes every divisor to be nonzero; shapeproof's goals are false where one is zero
-            for d in sorted({d for r in F.relations(problem.goal) for d in r.divisors}, key=str):
+            for d in sorted({d for r in S.relations(problem.goal) for d in r.divisors}, key=str):
                 if env._maybe_evaluate_static(sympy.Ne(convert.term(d), 0), axioms=axioms or None) is not sympy.true:
                     return unknown("torch decides it assuming a divisor is nonzero, which it cannot show")
             point = self._scan(problem, deadline)
@@ -124,5 +115,6 @@ class TorchStrategy(Strategy):
         return outcome.counterexample if outcome.status is Status.REFUTED else None
 
 
-def register() -> None:
-    STRATEGIES.setdefault("torch", TorchStrategy())
+def strategy_named(choice):
+    """``choice`` with the name ``"torch"`` made the strategy itself (solvers know the engine's own by name)."""
+    return TorchStrategy() if choice == TorchStrategy.name else choice
