@@ -25,8 +25,8 @@ from .classify import Learned, LearnedKind, classify_fact
 from .enumerate import EnumerateStrategy, holds_along
 from .evaluate import Undefined, evaluate_term, holds, truth
 from .formula import (
-    FALSE, TRUE, And, Const, Formula, Or, Rel, conj, disj, eq, formula_str, ge, gt, le, lt, ne, neg, rel, relations,
-    substitute,
+    FALSE, TRUE, And, Const, Formula, Or, Rel, conj, disj, eq, formula_str, ge, gt, le, lt, ne, neg, rel,
+    relations, substitute,
 )
 from .guard_code import guard_code
 from .interval import tighten

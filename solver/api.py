@@ -1,4 +1,4 @@
-"""The module-level facade: ``prove``, ``simplify``, ``bounds``, ``evaluate``, ``classify_fact`` on a default ``Solver``.
+"""The module-level questions: ``prove``, ``simplify``, ``bounds`` on a default ``Solver``.
 
 The upper layers (``shapes``, ``tracer``, ``export``) own ``Solver`` objects of
 their own (one per shape environment); these functions serve one-off

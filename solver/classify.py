@@ -53,8 +53,10 @@ class Learned:
 
 def classify_fact(fact: F.Formula, ranges: Mapping[Symbol, tuple], prefer_eliminating: Prefer,
                   max_nodes: int | None = LEARNABLE_NODES) -> Learned:
-    """What ``fact`` (already substituted) teaches, normalized over ``ranges``; ``prefer_eliminating(candidates)``
-    picks which symbol a substitution removes (or None to keep them all)."""
+    """What ``fact`` (already substituted) teaches, normalized over ``ranges``.
+
+    ``prefer_eliminating(candidates)`` picks which symbol a substitution removes (or None to keep them all).
+    """
     if fact == F.TRUE:
         return Learned(LearnedKind.REDUNDANT)
     if isinstance(fact, F.Rel):
@@ -64,7 +66,8 @@ def classify_fact(fact: F.Formula, ranges: Mapping[Symbol, tuple], prefer_elimin
     return Learned(LearnedKind.FACT)
 
 
-def learned_from(normal: F.Formula, prefer_eliminating: Prefer, max_nodes: int | None = None) -> Learned | None:
+def learned_from(normal: F.Formula, prefer_eliminating: Prefer,
+                 max_nodes: int | None = None) -> Learned | None:
     """The divisibility or substitution a normalized fact states, if any."""
     diff = _difference(normal, max_nodes)
     if diff is None:

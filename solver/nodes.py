@@ -409,7 +409,9 @@ def _trunc_code(a: str, b: str) -> str:
 
 
 _NO_FLOAT_Z3 = Unmodelled("float nodes are decided by enumeration only (strategy z3 answers unknown on them)")
-_FLOAT_BOUND = (lambda *parts: I.EVERYTHING)     # float values are not bounded (wrappers bound their result)
+def _FLOAT_BOUND(*parts):
+    """Float values are not bounded (the wrappers around them bound their integer result)."""
+    return I.EVERYTHING
 
 
 def _float_binary(cls, op: str, numpy_op, torch_form, names=(), divisor=None) -> Row:
@@ -458,10 +460,12 @@ _ROWS = [
         lambda T, a, b: T.TruncToInt(T.IntTrueDiv(a, b)), _call("TruncDiv"), _trunc_code, ("TruncDiv",),
         divisor=1),
     # -- choice -----------------------------------------------------------------------------------
-    Row(Min, Kind.CHOICE, lambda *xs: min(xs), lambda *xs: np.minimum.reduce(np.broadcast_arrays(*xs)), I.minimum,
+    Row(Min, Kind.CHOICE, lambda *xs: min(xs), lambda *xs: np.minimum.reduce(np.broadcast_arrays(*xs)),
+        I.minimum,
         _z3_pick(lambda a, out: a < out), lambda T, *xs: T.Min(*xs), _call("min"),
         lambda *xs: f"min({', '.join(xs)})", ("min", "Min", "sym_min", "torch.sym_min")),
-    Row(Max, Kind.CHOICE, lambda *xs: max(xs), lambda *xs: np.maximum.reduce(np.broadcast_arrays(*xs)), I.maximum,
+    Row(Max, Kind.CHOICE, lambda *xs: max(xs), lambda *xs: np.maximum.reduce(np.broadcast_arrays(*xs)),
+        I.maximum,
         _z3_pick(lambda a, out: a > out), lambda T, *xs: T.Max(*xs), _call("max"),
         lambda *xs: f"max({', '.join(xs)})", ("max", "Max", "sym_max", "torch.sym_max")),
     # -- floats (Python's doubles) ------------------------------------------------------------------
@@ -489,7 +493,8 @@ _ROWS = [
     _rounding(TruncToInt, Rounding.TRUNC, "int", math.trunc, np.trunc, "TruncToInt",
               ("int", "math.trunc", "trunc", "TruncToInt"), TruncDiv),
     # Python's round() and numpy's rint both round half to even on doubles
-    _rounding(RoundToInt, Rounding.ROUND, "round", round, np.rint, "RoundToInt", ("round", "RoundToInt"), None),
+    _rounding(RoundToInt, Rounding.ROUND, "round", round, np.rint, "RoundToInt", ("round", "RoundToInt"),
+              None),
     _comparison(FloatLt, "<", lambda a, b: a < b, np.less, sympy.Lt),
     _comparison(FloatLe, "<=", lambda a, b: a <= b, np.less_equal, sympy.Le),
     _comparison(FloatEq, "==", lambda a, b: a == b, np.equal, sympy.Eq),

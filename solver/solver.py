@@ -65,11 +65,12 @@ class Solver:
             try:
                 return self.strategies[choice]
             except KeyError:
-                raise ValueError(f"unknown strategy {choice!r}; choose one of {sorted(self.strategies)}") from None
+                known = sorted(self.strategies)
+                raise ValueError(f"unknown strategy {choice!r}; choose one of {known}") from None
         raise TypeError(f"not a strategy: {choice!r}")
 
-    def prove(self, goal, ranges: Mapping | None = None, facts: Iterable = (), strategy: str | Strategy = "cascade",
-              timeout: float | None = None) -> Verdict:
+    def prove(self, goal, ranges: Mapping | None = None, facts: Iterable = (),
+              strategy: str | Strategy = "cascade", timeout: float | None = None) -> Verdict:
         """Prove ``goal`` for every value in ``ranges`` where all ``facts`` hold (see ``api.prove``)."""
         deadline = Deadline(self.timeout if timeout is None else timeout)   # it covers reading the guard too
         chosen = self.strategy(strategy)
