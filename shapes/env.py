@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+from typing import cast
 
 from sympy import Expr, Integer, Symbol
 
@@ -37,8 +38,10 @@ from shapeproof.solver import (
 from .errors import CheckFailed, DataDependentError, InputOutOfRange
 from .graph import DependencyGraph
 from .knowledge import Knowledge
+from .explain import explain as _explain
 from .provenance import Provenance, capture
 from .records import Guard, Purpose, Query, RuntimeAssert
+from .report import produce_guards as _produce_guards
 from .symbols import DimKind, Range, Source, SymbolInfo, span_str
 
 __all__ = ["ShapeEnv"]
@@ -384,13 +387,14 @@ class ShapeEnv:
         fact = self.knowledge.condition(fact)
         learned = self.solver.classify_fact(fact, self.ranges, self._prefer_eliminating)
         if learned.kind is LearnedKind.DIVISIBILITY:
-            x, c = learned.symbol, learned.divisor
+            x, c = cast(Symbol, learned.symbol), cast(int, learned.divisor)
             k = self._derive(x, c)
             self.knowledge.eliminate(x, c * k, self.ranges)
         elif learned.kind is LearnedKind.SUBSTITUTION:
-            self.knowledge.eliminate(learned.symbol, learned.replacement, self.ranges)
-            for s in learned.replacement.free_symbols:
-                self.graph.add_derivation(learned.symbol, s)
+            eliminated, replacement = cast(Symbol, learned.symbol), cast(Expr, learned.replacement)
+            self.knowledge.eliminate(eliminated, replacement, self.ranges)
+            for s in replacement.free_symbols:
+                self.graph.add_derivation(eliminated, s)
         elif learned.kind is LearnedKind.FACT:
             self.knowledge.add_fact(fact, self.ranges)
 
@@ -408,6 +412,10 @@ class ShapeEnv:
         self.graph.add_derivation(x, k)
         self.derived[k] = FloorDiv(x, c)
         return k
+
+    def creation_order(self, sym: Symbol) -> int:
+        """When ``sym`` was created, relative to the others (0 for a symbol not made here)."""
+        return self._created.get(sym, 0)
 
     def _prefer_eliminating(self, candidates: list[Symbol]) -> Symbol | None:
         """Eliminate a data-dependent symbol before a backed one, else the newest symbol."""
@@ -475,13 +483,11 @@ class ShapeEnv:
     # --------------------------------------------------------------- reporting
     def produce_guards(self, strategy=None, timeout: float | None = None):
         """Check every guard against the declared ranges; see ``report.GuardReport``."""
-        from .report import produce_guards
-        return produce_guards(self, strategy or self.strategy, timeout or self.timeout)
+        return _produce_guards(self, strategy or self.strategy, timeout or self.timeout)
 
     def explain(self, item):
         """Structured and readable explanation of a guard, violation or runtime assert."""
-        from .explain import explain
-        return explain(self, item)
+        return _explain(self, item)
 
 
 def _render_term(term: Expr, mapping: dict) -> str:

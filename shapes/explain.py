@@ -18,6 +18,7 @@ from .fixes import Fix
 from .records import Guard, RuntimeAssert
 from .report import Violation, lift
 from .symbols import DimKind, span_str
+from .view import EnvView
 
 __all__ = ["Explanation", "DimInfo", "explain"]
 
@@ -101,7 +102,7 @@ class Explanation:
         return self.text
 
 
-def _steps(env, f: S.Formula, point: dict[Symbol, int]) -> list[tuple[str, str]]:
+def _steps(env: EnvView, f: S.Formula, point: dict[Symbol, int]) -> list[tuple[str, str]]:
     """Values of the subterms and relations of ``f`` at ``point``, innermost first."""
     labels = env.label_map()
     seen: list[Expr] = []
@@ -132,7 +133,7 @@ def _steps(env, f: S.Formula, point: dict[Symbol, int]) -> list[tuple[str, str]]
     return out
 
 
-def _dims(env, f: S.Formula) -> list[DimInfo]:
+def _dims(env: EnvView, f: S.Formula) -> list[DimInfo]:
     out = []
     for path in env.graph.inputs_of(f.free_symbols):
         info = next((i for i in env.symbols.values() if any(src.path == path for src in i.sources)), None)
@@ -141,7 +142,7 @@ def _dims(env, f: S.Formula) -> list[DimInfo]:
     return out
 
 
-def explain(env, item) -> Explanation:
+def explain(env: EnvView, item) -> Explanation:
     """Explain a ``Guard``, a ``Violation``, a ``RuntimeAssert``, or a guard's index."""
     if isinstance(item, int):
         item = env.guards[item]
@@ -158,7 +159,7 @@ def explain(env, item) -> Explanation:
     counterexample, steps, fixes, notes = None, [], [], []
     if violation is not None:
         counterexample = violation.counterexample
-        point = {Symbol(name, integer=True): value for name, value in violation.verdict.counterexample.items()}
+        point = {Symbol(name, integer=True): value for name, value in (violation.verdict.counterexample or {}).items()}
         steps = _steps(env, lifted, point)
         fixes = violation.fixes
     for sym in sorted(lifted.free_symbols, key=lambda s: s.name):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import cast
 
 import copy
 import itertools
@@ -25,6 +26,8 @@ from sympy import Poly, Symbol
 
 from shapeproof import solver as S
 from shapeproof.solver import Mod, holds_along, prove, term_str
+
+from .view import EnvView
 
 __all__ = ["Fix", "suggest_fixes", "joint_fixes"]
 
@@ -123,7 +126,7 @@ def _interval_fix(guard: S.Formula, sym: Symbol, hint: int, lo, hi, timeout) -> 
     return (a, b) if holds_on(a, b) else None
 
 
-def _multiple_fix(guard: S.Formula, sym: Symbol, hint: int, lo, hi, timeout) -> tuple | None:
+def _multiple_fix(guard: S.Formula, sym: Symbol, hint: int, lo, hi, timeout) -> tuple[int, int] | None:
     """Smallest ``m`` such that the guard holds on every ``x == hint (mod m)`` in range."""
     for m in range(2, _MAX_MODULUS + 1):
         r = hint % m
@@ -133,7 +136,7 @@ def _multiple_fix(guard: S.Formula, sym: Symbol, hint: int, lo, hi, timeout) -> 
     return None
 
 
-def _single_symbol_fixes(env, label: str, guard: S.Formula, sym: Symbol, timeout) -> list[Fix]:
+def _single_symbol_fixes(env: EnvView, label: str, guard: S.Formula, sym: Symbol, timeout) -> list[Fix]:
     info = env.symbols[sym]
     lo, hi = info.range
     hint = info.hint
@@ -168,13 +171,13 @@ def _as_multiple(label: str, m: int, r: int, lo, hi, declared) -> Fix:
                min=root_lo, max=root_hi, modulus=m, remainder=r, kept=kept)
 
 
-def _equality_fix(env, labels: dict, guard: S.Formula, syms: list[Symbol], timeout) -> list[Fix]:
+def _equality_fix(env: EnvView, labels: dict, guard: S.Formula, syms: list[Symbol], timeout) -> list[Fix]:
     """``b == k*a + c`` between two dims: one shared ``Dim`` (k=1, c=0) or ``b`` derived from ``a``'s Dim.
 
     The relation is read off the guard when it is a linear equation, and
     offered only if it is proven equivalent to the guard over the ranges.
     """
-    relation = _linear_relation(guard, sorted(syms, key=lambda s: env._created.get(s, 0)))
+    relation = _linear_relation(guard, sorted(syms, key=lambda s: env.creation_order(s)))
     if relation is None:
         return []
     b, k, a, c = relation
@@ -224,7 +227,7 @@ def _rewrite_fix(label: str, guard) -> list[Fix]:
                 "without a branch (e.g. pad = (-T) % N instead of `if T % N != 0`)")]
 
 
-def suggest_fixes(env, guard, lifted: S.Formula, timeout: float = 1.0) -> list[Fix]:
+def suggest_fixes(env: EnvView, guard, lifted: S.Formula, timeout: float = 1.0) -> list[Fix]:
     """Verified fixes for ``guard`` (whose condition, over input symbols, is ``lifted``)."""
     syms = sorted(lifted.free_symbols, key=lambda s: s.name)
     labels = {s: env.symbols[s].label for s in syms}
@@ -250,7 +253,7 @@ class _DimState:
             self.lo = fix.min if self.lo is None else max(self.lo, fix.min)
             self.hi = fix.max if self.hi is None else (self.hi if fix.max is None else min(self.hi, fix.max))
         elif fix.kind == "multiple":
-            self.congruent(fix.modulus, fix.remainder)
+            self.congruent(cast(int, fix.modulus), cast(int, fix.remainder))
         elif fix.kind == "static":
             self.lo = self.hi = fix.value
 
@@ -277,7 +280,7 @@ def _holds_jointly(guard: S.Formula, states: dict, timeout: float) -> bool:
     return _holds(guard, ranges, facts, timeout)
 
 
-def _congruence_search(env, guard: S.Formula, states: dict, timeout: float) -> dict | None:
+def _congruence_search(env: EnvView, guard: S.Formula, states: dict, timeout: float) -> dict | None:
     """Smallest set of dims (then smallest modulus) whose congruence to their example makes ``guard`` hold."""
     syms = sorted((s for s in guard.free_symbols if states[s].modulus is None and env.symbols[s].hint is not None),
                   key=lambda s: s.name)
@@ -287,14 +290,14 @@ def _congruence_search(env, guard: S.Formula, states: dict, timeout: float) -> d
                 trial = dict(states)
                 for s in subset:
                     state = _DimState(states[s].lo, states[s].hi)
-                    state.modulus, state.remainder = m, env.symbols[s].hint % m
+                    state.modulus, state.remainder = m, cast(int, env.symbols[s].hint) % m
                     trial[s] = state
                 if _holds_jointly(guard, trial, timeout):
                     return {s: trial[s] for s in subset}
     return None
 
 
-def _bound_search(env, guard: S.Formula, states: dict, timeout: float) -> dict | None:
+def _bound_search(env: EnvView, guard: S.Formula, states: dict, timeout: float) -> dict | None:
     """Raise the minimums (else lower the maximums) of all of ``guard``'s dims together, up to their examples.
 
     For guards such as ``min(H // 8, W // 8) > 4`` that no congruence fixes:
@@ -351,7 +354,7 @@ def _share_kept(changed: dict, states: dict) -> float:
     return math.prod(_dim_share(states[s], new) for s, new in changed.items())
 
 
-def _fit(env, violations, choose, timeout: float) -> dict | None:
+def _fit(env: EnvView, violations, choose, timeout: float) -> dict | None:
     """Dim states under which every violated guard holds, starting from one single-dim fix per violation."""
     syms = set().union(*(v.lifted.free_symbols for v in violations))
     states = {s: _DimState(*env.symbols[s].range) for s in syms}
@@ -388,7 +391,7 @@ def _widest_together(state: _DimState, fixes: list[Fix]) -> _DimState:
     return max((_restricted(state, f) for f in fixes), key=lambda new: _dim_share(state, new))
 
 
-def joint_fixes(env, violations, timeout: float = 1.0) -> list[Fix] | None:
+def joint_fixes(env: EnvView, violations, timeout: float = 1.0) -> list[Fix] | None:
     """One fix per dim that makes *every* violated guard hold at once, verified; None if none is found.
 
     Starts from each violation's best single fix, then, for guards still
@@ -410,16 +413,16 @@ def joint_fixes(env, violations, timeout: float = 1.0) -> list[Fix] | None:
     fixes = []
     for s, state in sorted(states.items(), key=lambda kv: kv[0].name):
         info = env.symbols[s]
-        label, declared = info.label, info.declared
+        label, declared_range = info.label, info.declared
         if (state.lo, state.hi) == info.range and state.modulus is None:
             continue
         if state.lo is not None and state.lo == state.hi:
             fixes.append(Fix(FixKind.STATIC, label, f"{label} only works as {state.lo}", value=state.lo))
         elif state.modulus is None:
             fixes.append(Fix(FixKind.RANGE, label, f"{label} = {_spec(label, state.lo, state.hi)}", min=state.lo,
-                             max=state.hi, kept=_kept(state.lo, state.hi, declared)))
+                             max=state.hi, kept=_kept(state.lo, state.hi, declared_range)))
         else:
-            fix = _as_multiple(label, state.modulus, state.remainder, state.lo, state.hi, declared)
+            fix = _as_multiple(label, state.modulus, state.remainder, state.lo, state.hi, declared_range)
             if fix.min is not None and fix.min == fix.max:    # one size left
                 value = state.modulus * fix.min + state.remainder
                 fix = Fix(FixKind.STATIC, label, f"{label} only works as {value}", value=value)

@@ -12,6 +12,7 @@ from 2 up but not at sizes 0 or 1 that the user allowed is reported as a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from sympy import Poly, Symbol
 
@@ -21,6 +22,7 @@ from shapeproof.solver import Verdict
 from .fixes import Fix, FixKind, joint_fixes, suggest_fixes
 from .records import Guard
 from .symbols import DimKind
+from .view import EnvView
 
 __all__ = ["Violation", "GuardReport", "produce_guards", "lift"]
 
@@ -66,7 +68,7 @@ class GuardReport:
         return [g for g in self.guards if g.verdict is None or not g.verdict.proven]
 
 
-def lift(env, f: S.Formula) -> S.Formula:
+def lift(env: EnvView, f: S.Formula) -> S.Formula:
     """``f`` over input symbols only: derived symbols ``k`` (with ``x == c*k``) become ``x // c``."""
     for _ in range(len(env.derived) + 1):
         present = {s: env.derived[s] for s in f.free_symbols if s in env.derived}
@@ -76,7 +78,7 @@ def lift(env, f: S.Formula) -> S.Formula:
     return f
 
 
-def _initial_ranges(env, syms, declared: bool = False) -> dict[Symbol, tuple]:
+def _initial_ranges(env: EnvView, syms, declared: bool = False) -> dict[Symbol, tuple]:
     out = {}
     for s in syms:
         info = env.symbols[s]
@@ -84,7 +86,7 @@ def _initial_ranges(env, syms, declared: bool = False) -> dict[Symbol, tuple]:
     return out
 
 
-def _labelled(env, point: dict[str, int]) -> dict[str, int]:
+def _labelled(env: EnvView, point: dict[str, int]) -> dict[str, int]:
     by_name = {s.name: info for s, info in env.symbols.items()}
     return {by_name[name].label if name in by_name else name: value for name, value in point.items()}
 
@@ -95,7 +97,7 @@ def _raised_lower_bound(info) -> bool:
     return used is not None and (declared is None or declared < used)
 
 
-def _tolerated(env, lifted: S.Formula, counterexample: dict, strategy: str, timeout: float) -> bool:
+def _tolerated(env: EnvView, lifted: S.Formula, counterexample: dict, strategy: str, timeout: float) -> bool:
     """Whether torch.export's rules make this refuted guard an input check of the program, not an error.
 
     Dims declared ``Dim.AUTO``/``Dim.DYNAMIC`` let export decide, so guards on
@@ -119,7 +121,7 @@ def _tolerated(env, lifted: S.Formula, counterexample: dict, strategy: str, time
     return not any(_narrows_alone(env, lifted, info, counterexample, strategy, timeout) for info in strict)
 
 
-def _narrows_alone(env, lifted: S.Formula, info, counterexample: dict, strategy: str, timeout: float) -> bool:
+def _narrows_alone(env: EnvView, lifted: S.Formula, info, counterexample: dict, strategy: str, timeout: float) -> bool:
     """Whether some size of one named dim fails ``lifted`` whatever the other dims are.
 
     A relation such as ``N <= M`` leaves each dim its whole range (the
@@ -133,6 +135,7 @@ def _narrows_alone(env, lifted: S.Formula, info, counterexample: dict, strategy:
     sym = info.symbol
     others = {s: env.symbols[s].range for s in lifted.free_symbols if s != sym}
     lo, hi = info.range
+    sizes: Iterable[int]
     if lo is not None and hi is not None and hi - lo < _EVERY_SIZE:
         sizes = range(lo, hi + 1)
     else:
@@ -157,11 +160,11 @@ def _solvable_equation(f: S.Formula) -> bool:
             and Poly(difference, *syms).total_degree() <= 1)
 
 
-def _pinned(env, restrictions: list[Violation], strategy: str, timeout: float) -> dict[int, Symbol]:
+def _pinned(env: EnvView, restrictions: list[Violation], strategy: str, timeout: float) -> dict[int, Symbol]:
     """Restrictions that leave a ``Dim.DYNAMIC`` dim a single size (torch.export's "specialized" error), by
     ``id``, each with the dim: those on the dim alone that the solver shows allow only the example's size,
     and every one on a dim the tracer specialized (``s*t == 10*t`` made torch replace ``s`` by 10)."""
-    pinned = {}
+    pinned: dict[int, Symbol] = {}
     for sym, info in env.symbols.items():
         if info.kind is not DimKind.DYNAMIC or info.hint is None:
             continue
@@ -175,23 +178,27 @@ def _pinned(env, restrictions: list[Violation], strategy: str, timeout: float) -
     return pinned
 
 
-def _static_fix(env, sym: Symbol) -> Fix:
+def _static_fix(env: EnvView, sym: Symbol) -> Fix:
     info = env.symbols[sym]
     size = info.hint if info.fixed is None else info.fixed
     return Fix(FixKind.STATIC, info.label, f"{info.label} only works as {size}: declare it Dim.STATIC or Dim.AUTO "
                "(Dim.DYNAMIC may not become one size)", value=size)
 
 
-def produce_guards(env, strategy="cascade", timeout: float = 2.0) -> GuardReport:
-    violations, restrictions, unproven, zero_one = [], [], [], []
+def produce_guards(env: EnvView, strategy="cascade", timeout: float = 2.0) -> GuardReport:
+    violations: list[Violation] = []
+    restrictions: list[Violation] = []
+    unproven: list[Guard] = []
+    zero_one: list[ZeroOneWarning] = []
     for guard in env.guards:
         lifted = lift(env, guard.condition)
         syms = lifted.free_symbols
         verdict = env.solver.prove(lifted, ranges=_initial_ranges(env, syms), strategy=strategy, timeout=timeout)
         guard.verdict = verdict
         if verdict.refuted:
-            violation = Violation(guard, lifted, verdict, _labelled(env, verdict.counterexample))
-            tolerated = _tolerated(env, lifted, verdict.counterexample, strategy, timeout)
+            point = verdict.counterexample or {}            # set on every refutation
+            violation = Violation(guard, lifted, verdict, _labelled(env, point))
+            tolerated = _tolerated(env, lifted, point, strategy, timeout)
             (restrictions if tolerated else violations).append(violation)
         elif not verdict.proven:
             unproven.append(guard)
@@ -199,7 +206,7 @@ def produce_guards(env, strategy="cascade", timeout: float = 2.0) -> GuardReport
             at_declared = env.solver.prove(lifted, ranges=_initial_ranges(env, syms, declared=True), strategy=strategy,
                                 timeout=timeout)
             if at_declared.refuted:
-                zero_one.append(ZeroOneWarning(guard, _labelled(env, at_declared.counterexample)))
+                zero_one.append(ZeroOneWarning(guard, _labelled(env, at_declared.counterexample or {})))
     pinned = _pinned(env, restrictions, strategy, timeout)
     violations = sorted(violations + [r for r in restrictions if id(r) in pinned], key=lambda v: v.guard.index)
     restrictions = [r for r in restrictions if id(r) not in pinned]

@@ -56,6 +56,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "shapeproof"
     limits: ServiceLimits = ServiceLimits()
     pool: WorkerPool
+    server: _Server          # the server that made this handler (it tracks reading)
 
     def log_message(self, format, *args):
         pass
@@ -97,7 +98,7 @@ class Handler(BaseHTTPRequestHandler):
         due = max(accepted + work["budget"], time.monotonic() + _MIN_WORK)
         start = due - work["budget"]
         reply = self.pool.call(work, due=due, grace=self.limits.grace)
-        if reply.kind == "answer":
+        if reply.kind == "answer" and reply.body is not None:
             return self._send(HTTPStatus(reply.body["status"]), reply.body["body"])
         if reply.kind == "busy":
             return self._error(HTTPStatus.SERVICE_UNAVAILABLE, "busy: every solver process was taken until "
@@ -112,20 +113,24 @@ class Handler(BaseHTTPRequestHandler):
         try:
             length = int(self.headers.get("Content-Length", ""))
         except ValueError:
-            return self._error(HTTPStatus.LENGTH_REQUIRED, "Content-Length required")
+            self._error(HTTPStatus.LENGTH_REQUIRED, "Content-Length required")
+            return None
         if length > self.limits.max_body or length < 0:
             self.close_connection = True
             if 0 < length <= _DRAIN_LIMIT:        # read it away so the client sees the answer, not a reset
                 for _ in range(0, length, 1 << 20):
                     self.rfile.read(min(1 << 20, length))
                     length -= 1 << 20
-            return self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {self.limits.max_body} bytes")
+            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {self.limits.max_body} bytes")
+            return None
         try:
             body = json.loads(self.rfile.read(length) or b"null")
         except (ValueError, UnicodeDecodeError, RecursionError):
-            return self._error(HTTPStatus.BAD_REQUEST, "body is not JSON")
+            self._error(HTTPStatus.BAD_REQUEST, "body is not JSON")
+            return None
         if not isinstance(body, dict):
-            return self._error(HTTPStatus.BAD_REQUEST, "body must be a JSON object")
+            self._error(HTTPStatus.BAD_REQUEST, "body must be a JSON object")
+            return None
         return body
 
 

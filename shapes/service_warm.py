@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .endpoints import ServiceLimits, run, task
 
-_KINDS = [
+_KINDS: list[tuple[str, dict]] = [
     ("/prove", {"goal": "(W % 8) != 0", "ranges": {"W": [2, 64]}}),
     ("/prove", {"goal": "((2*T*T) // T) == 2*T", "ranges": {"T": [2, None]}, "strategy": "z3"}),
     ("/prove", {"goal": "(1 % (1 + ((L - 1) // S))) != 0", "ranges": {"L": [2, None], "S": [2, None]},

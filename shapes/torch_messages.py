@@ -219,7 +219,7 @@ def _blocks(text: str) -> list[str]:
 
 def _items(block: str, names: _Names):
     """(guard, kind, line, region) for every guard statement of one message, in order."""
-    found = []
+    found: list[tuple] = []
     for m in _NOT_ALL.finditer(block):
         name = names.declare(m.group("var"), m.group("range"))
         if m.group("guard") is not None:

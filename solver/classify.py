@@ -69,6 +69,8 @@ def classify_fact(fact: F.Formula, ranges: Mapping[Symbol, tuple], prefer_elimin
 def learned_from(normal: F.Formula, prefer_eliminating: Prefer,
                  max_nodes: int | None = None) -> Learned | None:
     """The divisibility or substitution a normalized fact states, if any."""
+    if not isinstance(normal, F.Rel):
+        return None
     diff = _difference(normal, max_nodes)
     if diff is None:
         return None

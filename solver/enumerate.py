@@ -34,7 +34,7 @@ _SAFE_MAGNITUDE = 2.0 ** 62      # half of int64's range: room for float roundin
 
 
 def _union(masks):
-    out = False
+    out: np.ndarray | bool = False
     for mask in masks:
         out = out | mask
     return out
@@ -116,7 +116,7 @@ class _Vectorized:
     # -- float nodes ------------------------------------------------------------------
     def _bad_in(self, t: Expr):
         """Lanes where a float wrapper inside the integer term ``t`` is undefined."""
-        bad = False
+        bad: np.ndarray | bool = False
         for node in iter_nodes(t):
             if isinstance(node, FLOAT_WRAPPERS):
                 if node not in self.bad:
@@ -223,12 +223,13 @@ class EnumerateStrategy(Strategy):
 
     def covers(self, problem: Problem) -> bool:
         """Whether this strategy can decide ``problem`` given time (a box it enumerates, in int64)."""
-        return problem.bounded and problem.box_size <= self.max_points and _in_int64(problem.ranges.values())
+        size = problem.box_size
+        return size is not None and size <= self.max_points and _in_int64(problem.ranges.values())
 
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
-        if not problem.bounded:
-            return unknown("a range is unbounded, so the box cannot be enumerated")
         size = problem.box_size
+        if size is None:
+            return unknown("a range is unbounded, so the box cannot be enumerated")
         if size > self.max_points:
             return unknown(f"the box has {size} points, more than the {self.max_points} this strategy enumerates")
         if not _in_int64(problem.ranges.values()):

@@ -18,7 +18,7 @@ relations (``not a < b`` is ``a >= b``, same divisors), so only ``Rel``,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, cast
 
 import sympy
 from sympy import Expr, Integer, Symbol
@@ -39,30 +39,30 @@ COMPARE = {
 }
 
 
-class Formula:
-    """Base class; use ``&``, ``|`` and ``~`` to combine."""
+class _FormulaBase:
+    """Base class of the four kinds of condition; use ``&``, ``|`` and ``~`` to combine."""
 
     __slots__ = ()
 
     def __and__(self, other: "Formula") -> "Formula":
-        return conj(self, other)
+        return conj(cast("Formula", self), other)
 
     def __or__(self, other: "Formula") -> "Formula":
-        return disj(self, other)
+        return disj(cast("Formula", self), other)
 
     def __invert__(self) -> "Formula":
-        return neg(self)
+        return neg(cast("Formula", self))
 
     @property
     def free_symbols(self) -> frozenset[Symbol]:
-        return frozenset().union(*(r.free_symbols for r in relations(self)))
+        return frozenset().union(*(r.free_symbols for r in relations(cast("Formula", self))))
 
     def __str__(self) -> str:
-        return formula_str(self)
+        return formula_str(cast("Formula", self))
 
 
 @dataclass(frozen=True, eq=True, repr=False)
-class Const(Formula):
+class Const(_FormulaBase):
     value: bool
 
     def __repr__(self) -> str:
@@ -74,7 +74,7 @@ FALSE = Const(False)
 
 
 @dataclass(frozen=True, eq=True, repr=False)
-class Rel(Formula):
+class Rel(_FormulaBase):
     """``lhs op rhs``, defined where every term in ``divisors`` is nonzero.
 
     ``divisors`` holds at least the divisors visible in ``lhs`` and ``rhs``;
@@ -103,7 +103,7 @@ class Rel(Formula):
 
 
 @dataclass(frozen=True, eq=True, repr=False)
-class And(Formula):
+class And(_FormulaBase):
     args: tuple
 
     def __repr__(self) -> str:
@@ -111,11 +111,15 @@ class And(Formula):
 
 
 @dataclass(frozen=True, eq=True, repr=False)
-class Or(Formula):
+class Or(_FormulaBase):
     args: tuple
 
     def __repr__(self) -> str:
         return f"Or({formula_str(self)!r})"
+
+
+# A condition is one of these four (a union, so that type checkers narrow by elimination).
+Formula = Const | Rel | And | Or
 
 
 def rel(op: str, lhs, rhs, extra_divisors: Iterable[Expr] = ()) -> Formula:

@@ -526,7 +526,7 @@ def rows_named(*kinds: Kind) -> dict[str, Row]:
     return {name: row for row in _ROWS if not kinds or row.kind in kinds for name in row.names}
 
 
-FLOAT_WRAPPERS = tuple(row.cls for row in _ROWS if row.is_wrapper)
+FLOAT_WRAPPERS: tuple[type[Expr], ...] = tuple(row.cls for row in _ROWS if row.is_wrapper)
 ROUNDING = {row.rounding: row.cls for row in _ROWS if row.rounding is not None}
-COMPARISONS = tuple(row.cls for row in _ROWS if row.kind is Kind.COMPARISON)
-DIVISION_NODES = tuple(row.cls for row in _ROWS if row.kind is Kind.DIVISION)
+COMPARISONS: tuple[type[Expr], ...] = tuple(row.cls for row in _ROWS if row.kind is Kind.COMPARISON)
+DIVISION_NODES: tuple[type[Expr], ...] = tuple(row.cls for row in _ROWS if row.kind is Kind.DIVISION)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, cast
 
 import sympy
 from sympy import Expr, Integer
@@ -101,7 +101,7 @@ def _tokenize(text: str) -> list[_Tok]:
         m = _TOKEN.match(text, pos)
         if m is None:
             raise ParseError(f"unexpected character {text[pos]!r}", text, pos)
-        kind = m.lastgroup
+        kind = str(m.lastgroup)          # every alternative is a named group
         if kind != "ws":
             value = m.group()
             if kind == "name" and value in _KEYWORDS:
@@ -210,7 +210,7 @@ _BUILDERS: dict[Kind, Callable[[Row], tuple[int | None, Callable]]] = {
     Kind.DIVISION: lambda row: (2, _int_fn(row.cls)),
     Kind.CHOICE: lambda row: (None, _minmax_fn(row.cls)),
     Kind.TRUE_DIV: lambda row: (2, _true_div),
-    Kind.ROUNDING: lambda row: (1, _round_fn(row.rounding)),
+    Kind.ROUNDING: lambda row: (1, _round_fn(cast(FL.Rounding, row.rounding))),
     Kind.TO_FLOAT: lambda row: (1, _to_real),
     Kind.RING: lambda row: (2, _pow),                   # only ``**`` has a spelling as a function
 }

@@ -21,6 +21,8 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import cast
+
 from sympy import Expr, Symbol
 
 from . import formula as F
@@ -120,7 +122,7 @@ def _reduce(problem: Problem, deadline: Deadline | None) -> Reduction:
             if learned is None:
                 continue
             if learned.kind is LearnedKind.DIVISIBILITY:
-                x, c = learned.symbol, learned.divisor
+                x, c = cast(Symbol, learned.symbol), cast(int, learned.divisor)
                 k = symbol(f"{x.name}/{c}")
                 lo, hi = ranges[x]
                 ranges[k] = (None if lo is None else -((-lo) // c), None if hi is None else hi // c)
@@ -128,7 +130,7 @@ def _reduce(problem: Problem, deadline: Deadline | None) -> Reduction:
                 new_facts: list[F.Formula] = []
                 fired["fact_divisibility"] = fired.get("fact_divisibility", 0) + 1
             else:
-                x, replacement = learned.symbol, learned.replacement
+                x, replacement = cast(Symbol, learned.symbol), cast(Expr, learned.replacement)
                 lo, hi = ranges[x]
                 new_facts = [F.rel(op, replacement, bound) for op, bound in ((">=", lo), ("<=", hi))
                              if bound is not None]
@@ -159,8 +161,10 @@ def _reduce(problem: Problem, deadline: Deadline | None) -> Reduction:
         fired[name] = fired.get(name, 0) + count
     syms = set(goal.free_symbols).union(*(f.free_symbols for f in facts)) | set(tightened)
     ordered = tuple(sorted(syms, key=lambda s: s.name))
-    reduced = Problem(goal, tuple(facts), ordered, {s: tightened.get(s, ranges.get(s, (None, None)))
-                                                     for s in ordered})
+    box: dict[Symbol, tuple] = {}
+    for s in ordered:
+        box[s] = tightened[s] if s in tightened else ranges.get(s, (None, None))
+    reduced = Problem(goal, tuple(facts), ordered, box)
     infeasible = any(f == F.FALSE for f in facts)
     return Reduction(reduced, problem, subs, fired, infeasible)
 

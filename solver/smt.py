@@ -113,7 +113,8 @@ class Encoder:
         if isinstance(f, F.And):
             return z3.And(*parts)
         # Python's ``or``: an operand counts only where every earlier one is defined and false
-        options, earlier_false = [], []
+        options: list[z3.BoolRef] = []
+        earlier_false: list[z3.BoolRef] = []
         for a, part in zip(f.args, parts):
             options.append(z3.And(*earlier_false, part) if earlier_false else part)
             earlier_false.append(self.holds(F.neg(a)))

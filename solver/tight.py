@@ -108,7 +108,7 @@ class TightBounds(Bounds):
             return None
         ix, ib, ia = self(x), self(b), self(alpha)
         rest_bound = self._tight_bound(remainder, depth + 1)
-        if None in (ix, ib, ia, rest_bound):
+        if ix is None or ib is None or ia is None or rest_bound is None:
             return None
         mod_bound = _mod(ix, ib)
         return None if mod_bound is None else _add(_times(ia, mod_bound), rest_bound)
