@@ -25,7 +25,7 @@ from .classify import Learned, LearnedKind, classify_fact
 from .enumerate import EnumerateStrategy, holds_along
 from .evaluate import Undefined, evaluate_term, holds, truth
 from .formula import (
-    FALSE, TRUE, And, Const, Formula, Or, Rel, conj, disj, eq, formula_str, ge, gt, le, lt, ne, neg, rel,
+    FALSE, TRUE, And, Const, Formula, Or, Rel, conj, disj, eq, formula_str, ge, gt, iff, le, lt, ne, neg, rel,
     relations, substitute,
 )
 from .guard_code import guard_code
@@ -48,7 +48,7 @@ __all__ = [
     # the language
     "parse", "parse_condition", "parse_term", "ParseError", "Limits",
     "Formula", "Rel", "And", "Or", "Const", "TRUE", "FALSE", "rel", "eq", "ne", "lt", "le", "gt", "ge",
-    "conj", "disj", "neg", "substitute", "relations", "formula_str",
+    "conj", "disj", "neg", "iff", "substitute", "relations", "formula_str",
     "FloorDiv", "Mod", "CeilDiv", "TruncDiv", "Min", "Max", "symbol", "divisors", "term_str", "floats",
     "guard_code", "TABLE", "Kind", "Rounding", "Row", "Unmodelled", "row_of", "rows_named",
     # for strategies written elsewhere

@@ -3,9 +3,11 @@
 Order and why: ``interval`` costs microseconds and settles most guards torch
 itself could settle; ``enumerate`` is complete and the fastest procedure on
 small boxes (about 0.1 ms for a few thousand points, with the smallest
-counterexample); ``rewrite`` normalizes ``//`` and ``%`` and settles many
-unbounded guards; ``z3`` then works on the *rewritten* problem, where the
-nested pad-to-multiple guards it gives up on in their raw form are easy;
+counterexample); ``probe`` evaluates the low ends of larger boxes (an
+unbounded ``u0 == 0`` fails at 1 in microseconds); ``rewrite`` normalizes
+``//`` and ``%`` and settles many unbounded guards; ``z3`` then works on the
+*rewritten* problem, where the nested pad-to-multiple guards it gives up on in
+their raw form are easy;
 ``enumerate`` gets a second, larger budget for boxes too big for the first
 pass (``z3`` leaves it half the time when it can decide the box).  Decided
 verdicts are cached by the query's canonical form (goal, facts, ranges), so a
@@ -21,6 +23,7 @@ from typing import Sequence
 
 from .enumerate import EnumerateStrategy
 from .interval import IntervalStrategy
+from .probe import ProbeStrategy
 from .problem import Deadline, Problem
 from .rewrite import Reductions, RewriteStrategy, Simplified
 from .smt import Z3Strategy
@@ -40,6 +43,18 @@ def _clip(lo, hi) -> tuple:
     return lo, lo + _EXACT_SPAN if hi is None else min(hi, lo + _EXACT_SPAN)
 
 
+def default_stages(reductions: Reductions) -> list[Strategy]:
+    """The cascade's stages in the order above; ``rewrite`` and ``rewrite+z3`` share ``reductions``."""
+    return [
+        IntervalStrategy(),
+        EnumerateStrategy(max_points=100_000),
+        ProbeStrategy(),
+        RewriteStrategy(reductions),
+        Simplified(Z3Strategy(), reductions),
+        EnumerateStrategy(max_points=4_000_000),
+    ]
+
+
 class Cascade(Strategy):
     """Runs strategies in order until one decides; thread-safe LRU cache of decided verdicts.
 
@@ -52,14 +67,8 @@ class Cascade(Strategy):
 
     def __init__(self, stages: Sequence[Strategy] | None = None, cache_size: int = 8192,
                  reductions: Reductions | None = None):
-        reductions = reductions if reductions is not None else Reductions()
-        self.stages = list(stages) if stages is not None else [
-            IntervalStrategy(),
-            EnumerateStrategy(max_points=100_000),
-            RewriteStrategy(reductions),
-            Simplified(Z3Strategy(), reductions),
-            EnumerateStrategy(max_points=4_000_000),
-        ]
+        self.stages = list(stages) if stages is not None else default_stages(
+            reductions if reductions is not None else Reductions())
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple, Verdict] = OrderedDict()
         self._lock = threading.Lock()

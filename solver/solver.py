@@ -22,7 +22,7 @@ from .evaluate import evaluate_term
 from .interval import IntervalStrategy
 from .parse import parse
 from .problem import Deadline, Problem, normalize_ranges
-from .rewrite import Normalizer, Reductions, RewriteStrategy, Simplified
+from .rewrite import Normalizer, Reductions, RewriteStrategy
 from .smt import Z3Strategy
 from .strategy import Strategy
 from .tight import TightBounds
@@ -40,16 +40,10 @@ class Solver:
     def __init__(self, timeout: float = DEFAULT_TIMEOUT, cache_size: int = 8192):
         self.timeout = timeout
         self.reductions = Reductions()
-        rewrite = RewriteStrategy(self.reductions)
-        self.cascade = Cascade([
-            IntervalStrategy(),
-            EnumerateStrategy(max_points=100_000),
-            rewrite,
-            Simplified(Z3Strategy(), self.reductions),
-            EnumerateStrategy(max_points=4_000_000),
-        ], cache_size=cache_size)
+        self.cascade = Cascade(cache_size=cache_size, reductions=self.reductions)
         self.strategies: dict[str, Strategy] = {}
-        for strategy in (IntervalStrategy(), rewrite, EnumerateStrategy(), Z3Strategy(), self.cascade):
+        for strategy in (IntervalStrategy(), RewriteStrategy(self.reductions), EnumerateStrategy(), Z3Strategy(),
+                         self.cascade):
             self.register(strategy)
 
     def register(self, strategy: Strategy) -> Strategy:

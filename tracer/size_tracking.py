@@ -44,7 +44,7 @@ from .size_ops import (
 )
 from .size_values import FLOAT64, Algebra, BoolValue, FloatValue, IntValue, NotTracked, Value
 from .sympy_bridge import UnsupportedExpression, to_term
-from .torch_internals import FakeTensor, FloatTrueDiv, IntTrueDiv, ToFloat, ValueRanges, pytree
+from .torch_internals import FakeTensor, FloatTrueDiv, IntTrueDiv, ToFloat, ValueRanges, op_schema, pytree
 
 __all__ = ["SizeTracker", "Binding", "small_buffers"]
 
@@ -187,7 +187,7 @@ class SizeTracker:
 
     def _forget_written(self, func, args, kwargs) -> None:
         written = set()
-        for i, arg in enumerate(func._schema.arguments):
+        for i, arg in enumerate(op_schema(func).arguments):
             if arg.alias_info is not None and arg.alias_info.is_write:
                 t = args[i] if i < len(args) else kwargs.get(arg.name)
                 if isinstance(t, torch.Tensor):

@@ -85,3 +85,11 @@ PRETTIFY_RESULTS = "prettify_results"     # DimConstraints method export calls f
 # (EngineShapeEnv demotes them); ExportedProgram keeps its input checks in ``_guards_code``.
 CONSTRAINT_FIELDS = {"StrictMinMaxConstraint": "warn_only", "StatelessSymbolicContext": "constraint_sizes"}
 EXPORTED_PROGRAM_GUARDS_ATTRIBUTE = "_guards_code"
+# An operator overload's schema (its arguments by name, their aliasing, whether it writes in place) is
+# ``OpOverload._schema``: the size tracker names arguments with it, the region search reads it to merge graphs.
+OP_SCHEMA_ATTRIBUTE = "_schema"
+
+
+def op_schema(op):
+    """``op``'s ``torch.FunctionSchema`` (``arguments``, ``is_mutable``), or None if it has none."""
+    return getattr(op, OP_SCHEMA_ATTRIBUTE, None)
