@@ -59,8 +59,9 @@ def _data_dependent_cause(exc: BaseException | None) -> TorchDataDependentError 
     return None
 
 
-def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dynamic_shapes=None,
-                       strict: bool = False, preserve_module_call_signature: tuple[str, ...] = (),
+def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *,
+                       dynamic_shapes=None, strict: bool = False,
+                       preserve_module_call_signature: tuple[str, ...] = (),
                        prefer_deferred_runtime_asserts_over_guards: bool = False, strategy="cascade",
                        timeout: float = DEFAULT_TIMEOUT, split: bool = False, max_regions: int = 8,
                        time_budget: float | None = None) -> ExportResult:
@@ -73,7 +74,8 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
     spec = normalize_spec(dynamic_shapes, model, args, kwargs)
     start = time.perf_counter()
     stop_at = None if time_budget is None else start + time_budget
-    chosen = strategy_named(strategy)       # "torch": torch's own reasoning, which the solvers know only if asked
+    # "torch": torch's own reasoning, which the solvers know only if asked
+    chosen = strategy_named(strategy)
     first = trace(model, args, kwargs, spec, chosen, timeout, options)
     data_dependent = _data_dependent_cause(first.failure)
     if data_dependent is not None:
@@ -188,12 +190,14 @@ def _unread_note(first) -> list[str]:
 
 
 def _unproven_note(report: GuardReport, strategy: str) -> list[str]:
-    """Guards the strategy could neither prove nor refute stay as input checks: say so, not silently narrow."""
+    """Guards the strategy could neither prove nor refute stay as input checks: say so, not silently
+    narrow."""
     if not report.unproven:
         return []
     shown = "; ".join(str(g.condition) for g in report.unproven[:3])
     more = f" (+{len(report.unproven) - 3} more)" if len(report.unproven) > 3 else ""
-    return [f"strategy {strategy!r} could not decide {len(report.unproven)} guard(s); the program checks them on "
+    return [f"strategy {strategy!r} could not decide {len(report.unproven)} guard(s); the program checks "
+            "them on "
             f"its inputs and may reject shapes inside the declared ranges: {shown}{more}"]
 
 

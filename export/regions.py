@@ -123,7 +123,8 @@ class RegionSearch:
 
 def _canonical(engine: ShapeEnv) -> dict[Symbol, Symbol]:
     """Input dims the user sets; symbols the engine derived (``T = 4*k``) are lifted away first."""
-    return {s: symbol(info.label) for s, info in engine.symbols.items() if info.backed and s not in engine.derived}
+    return {s: symbol(info.label) for s, info in engine.symbols.items() if info.backed
+            and s not in engine.derived}
 
 
 def tidy(f: F.Formula, box: dict) -> F.Formula:
@@ -141,7 +142,8 @@ def tidy(f: F.Formula, box: dict) -> F.Formula:
 
     def atom(r: F.Rel):
         normal = simplify(r, box)
-        positive = normal if not (isinstance(normal, F.Rel) and normal.op in ("!=", ">", ">=")) else F.neg(normal)
+        positive = normal if not (isinstance(normal, F.Rel)
+                                  and normal.op in ("!=", ">", ">=")) else F.neg(normal)
         flip = positive is not normal
         if positive not in atoms:
             atoms[positive] = (sympy.Symbol(f"_a{len(atoms)}"), _undivided(F.neg(r) if flip else r, bounds))
@@ -174,7 +176,8 @@ def tidy(f: F.Formula, box: dict) -> F.Formula:
 
 
 def _undivided(r: F.Formula, bounds: Bounds) -> F.Formula:
-    """``r`` without the cancelled divisors the box keeps away from zero (they cannot make it undefined there)."""
+    """``r`` without the cancelled divisors the box keeps away from zero (they cannot make it undefined
+    there)."""
     if not isinstance(r, F.Rel):
         return r
     visible = divisors((r.lhs, r.rhs))
@@ -324,7 +327,8 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
             search.covered = True
             break
         if not verdict.refuted:
-            search.reason = f"the solver could not decide whether the regions cover the ranges ({verdict.reason})"
+            search.reason = ("the solver could not decide whether the regions cover the ranges "
+                             f"({verdict.reason})")
             break
         if len(search.traces) - programs.merged >= max_traces or len(search.traces) >= max_total:
             search.reason = (f"{len(search.traces)} traces ({count} distinct programs) did not cover the "
@@ -347,7 +351,8 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
             search.reason = (f"at {_point_str(found.point)} the model itself cannot be traced: "
                              f"{type(found.failure).__name__}: {str(found.failure).splitlines()[0][:300]}")
             break
-        if found.region is None or truth(found.region, {symbol(k): v for k, v in found.point.items()}) is not True:
+        if found.region is None or truth(found.region,
+                                         {symbol(k): v for k, v in found.point.items()}) is not True:
             search.reason = f"the trace at {_point_str(found.point)} does not hold at its own example"
             break
         programs.add(found)
@@ -471,7 +476,8 @@ def check_partition(predicates: list[F.Formula], box: dict, *, strategy="cascade
             apart = prove(F.neg(F.conj(predicates[i], predicates[j])), ranges=box, strategy=strategy,
                           timeout=timeout)
             if not apart.proven:
-                problems.append(f"regions {i + 1} and {j + 1} overlap: {apart.counterexample or apart.reason}")
+                problems.append(f"regions {i + 1} and {j + 1} overlap: "
+                                f"{apart.counterexample or apart.reason}")
     return problems
 
 
@@ -488,7 +494,8 @@ def set_input_checks(t: Trace, region_check: str | None = None) -> None:
 
 
 def _set_checks(program, checks: list[str]) -> None:
-    """The Python conditions ``program.module()`` asserts on its inputs (torch's ``_guards_code``), once each."""
+    """The Python conditions ``program.module()`` asserts on its inputs (torch's ``_guards_code``), once
+    each."""
     setattr(program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE, list(dict.fromkeys(checks)))
 
 

@@ -14,7 +14,9 @@ from dataclasses import asdict, dataclass, field
 from http import HTTPStatus
 
 from shapeproof import solver as S
-from shapeproof.solver import STRATEGIES, Limits, ParseError, parse, parse_condition, prove, simplify, term_str
+from shapeproof.solver import (
+    STRATEGIES, Limits, ParseError, parse, parse_condition, prove, simplify, term_str,
+)
 
 from .explain import Explanation
 from .inputs import InputError, check_name, check_seconds, check_span
@@ -158,7 +160,8 @@ def stopped(task: dict, reason: str, seconds: float) -> dict:
         return {"simplified": None, "reason": reason}
     if "message" in task:
         return {"guards": [], "reason": reason}
-    ex = Explanation("guard", 0, task["guard"], task["guard"], None, [], "unknown", None, None, notes=[reason])
+    ex = Explanation("guard", 0, task["guard"], task["guard"], None, [], "unknown", None, None,
+                     notes=[reason])
     return {**ex.to_dict(), "text": ex.text}
 
 
@@ -174,7 +177,8 @@ def run(task: dict, seconds: float) -> dict:
     except MemoryError:
         raise
     except Exception as exc:  # noqa: BLE001 - never a traceback to the client; the reason only
-        return {"status": 500, "body": {"error": "internal error", "detail": type(exc).__name__, "status": 500}}
+        return {"status": 500,
+                "body": {"error": "internal error", "detail": type(exc).__name__, "status": 500}}
 
 
 def _kind(task: dict) -> str:
@@ -213,7 +217,8 @@ def _explain_guard(task: dict, limits: Limits, budget: float) -> dict:
 
 def _explain_message(task: dict, limits: Limits, budget: float) -> dict:
     # one budget for the whole message: guards past it come back "not checked"
-    results = explain_torch_error(task["message"], timeout=budget, max_guards=task["max_guards"], budget=budget)
+    results = explain_torch_error(task["message"], timeout=budget, max_guards=task["max_guards"],
+                                  budget=budget)
     return {"guards": [{"guard": found.guard, "kind": found.kind, **ex.to_dict()} for found, ex in results]}
 
 

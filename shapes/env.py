@@ -81,7 +81,8 @@ class ShapeEnv:
         self.notes: list[str] = []
         self.specialized: list[tuple[Source, int, Range]] = []   # dims declared dynamic whose example was 0/1
         self.graph = DependencyGraph()
-        self.derived: dict[Symbol, Expr] = {}          # symbol introduced by divisibility -> its value in inputs
+        # symbol introduced by divisibility -> its value in inputs
+        self.derived: dict[Symbol, Expr] = {}
         self._order = itertools.count()
         self._created: dict[Symbol, int] = {}
         self._oblivious = 0
@@ -92,7 +93,8 @@ class ShapeEnv:
                              name: str | None = None, dim_name: str | None = None, dynamic: bool = True,
                              is_size: bool = True, kind: DimKind = DimKind.STRICT,
                              specialize_zero_one: bool | None = None) -> Expr:
-        """A symbol for an input size (or, with ``is_size=False``, an input int) whose example value is ``hint``.
+        """A symbol for an input size (or, with ``is_size=False``, an input int) whose example value is
+        ``hint``.
 
         Returns a constant instead when the dim is static or, like torch.export,
         when the example size is 0 or 1 (noted in ``notes``; a dim the user
@@ -117,7 +119,8 @@ class ShapeEnv:
             raise InputOutOfRange(f"the example input has {source} = {hint}, outside the declared range "
                                   f"{span_str((lo, hi))}" + (f" of {dim_name}" if dim_name else ""))
         if hint in (0, 1) and specialize:
-            self.notes.append(f"{source} is {hint} in the example input, so it is specialized to the constant "
+            self.notes.append(f"{source} is {hint} in the example input, so it is specialized to the "
+                              "constant "
                               f"{hint} (torch.export treats example sizes 0 and 1 as static); "
                               f"use an example with {source} >= 2 to keep it dynamic")
             if declared is not None:
@@ -134,7 +137,8 @@ class ShapeEnv:
         info = SymbolInfo(sym, True, hint, [source], declared, (tracing_lo, hi), size_like=True,
                           dim_name=dim_name, kind=kind)
         if declared[0] < tracing_lo:
-            info.notes.append(f"sizes {declared[0]}..{tracing_lo - 1} are allowed by the spec and assumed to behave "
+            info.notes.append(f"sizes {declared[0]}..{tracing_lo - 1} are allowed by the spec and assumed to "
+                              "behave "
                               f"like size {tracing_lo} (torch.export's 0/1 convention)")
         self._register(info, source.path)
         if dim_name is not None:
@@ -180,7 +184,8 @@ class ShapeEnv:
         self.knowledge.version += 1
 
     def note_specialization(self, sym: Symbol, value: int) -> None:
-        """The tracer made ``sym`` the constant ``value`` (torch's replacement): a ``Dim.DYNAMIC`` dim may not be
+        """The tracer made ``sym`` the constant ``value`` (torch's replacement): a ``Dim.DYNAMIC`` dim may not
+        be
         (``report`` says so), even where the guards that forced it are beyond what the solver proves."""
         info = self.symbols.get(sym)
         if info is not None:
@@ -238,14 +243,16 @@ class ShapeEnv:
         term = self.knowledge.term(_as_term(expr))
         return self.solver.simplify(term, self.ranges, self.timeout)
 
-    def statically_known(self, cond, size_oblivious: bool = False, where: Provenance | None = None) -> bool | None:
+    def statically_known(self, cond, size_oblivious: bool = False,
+                         where: Provenance | None = None) -> bool | None:
         """True/False when provable from what is known, else None; never records anything.
 
         The example values (when all sizes have one) satisfy every fact, so only
         the direction they take can be provable: one solver call instead of two.
         """
         c = self.knowledge.condition(_as_condition(cond))
-        return self._decide(c, self._hint_truth(c), Purpose.STATIC, size_oblivious or self._oblivious > 0, where)
+        return self._decide(c, self._hint_truth(c), Purpose.STATIC, size_oblivious or self._oblivious > 0,
+                            where)
 
     def known_from_ranges(self, cond, ranges: dict) -> bool | None:
         """True/False when provable from ``ranges`` alone (no learned facts), else None."""
@@ -339,7 +346,8 @@ class ShapeEnv:
         facts = self.knowledge.relevant_facts(goal)
         syms = set(goal.free_symbols).union(*(f.free_symbols for f in facts))
         ranges = self._ranges_for(syms, oblivious)
-        verdict = self.solver.prove(goal, ranges=ranges, facts=facts, strategy=self.strategy, timeout=self.timeout)
+        verdict = self.solver.prove(goal, ranges=ranges, facts=facts, strategy=self.strategy,
+                                    timeout=self.timeout)
         if self.log_queries:
             self.queries.append(Query(goal, facts, {s.name: r for s, r in ranges.items()}, verdict.strategy,
                                       verdict.status.value, verdict.seconds, purpose, where or capture()))
@@ -359,7 +367,8 @@ class ShapeEnv:
     # --------------------------------------------------------------- learning
     def record_guard(self, condition, asked=None, where: Provenance | None = None,
                      size_oblivious: bool = False) -> Guard | None:
-        """Record a guard decided elsewhere (torch's ShapeEnv mirrored by the tracer); None if already known."""
+        """Record a guard decided elsewhere (torch's ShapeEnv mirrored by the tracer); None if already
+        known."""
         c = self.knowledge.condition(_as_condition(condition))
         if isinstance(c, S.Const):
             return None
@@ -447,7 +456,8 @@ class ShapeEnv:
         for s in sorted(symbols, key=lambda s: s.name):
             if s in self.symbols and not self.symbols[s].backed:
                 src = self.symbols[s].sources[0]
-                origins[s.name] = f"{src.path}" + (f", created at {src.where}" if src.where and src.where.frame
+                origins[s.name] = f"{src.path}" + (f", created at {src.where}" if src.where
+                                                   and src.where.frame
                                                    else "")
         return origins
 
@@ -457,12 +467,14 @@ class ShapeEnv:
         text = term_str(_as_term(term))
         origins = self._origins(_as_term(term).free_symbols)
         suggestions = [f"torch._check({text} >= 0)"]
-        lines = [f"The code asks for the concrete value of `{text}`, which depends on data (unbacked sizes) and "
+        lines = [f"The code asks for the concrete value of `{text}`, which depends on data (unbacked sizes) "
+                 "and "
                  f"is only known when the program runs."]
         lines += [f"  {name} = {origin}" for name, origin in origins.items()]
         if where.frame is not None:
             lines.append(f"  asked at {where}")
-        lines.append("Keep it symbolic: drop the int(...) (or other Python conversion) around it and use the value "
+        lines.append("Keep it symbolic: drop the int(...) (or other Python conversion) around it and use the "
+                     "value "
                      "as it is; say what you know about it with torch._check, e.g.")
         lines += [f"  {s}" for s in suggestions]
         return DataDependentError("\n".join(lines), text, origins, suggestions, where)

@@ -71,7 +71,8 @@ class Explanation:
         head = {
             "refuted": f"{self.kind.capitalize()} #{self.index} does not hold for every input in range:",
             "proven": f"{self.kind.capitalize()} #{self.index} holds for every input in range:",
-            "unknown": f"{self.kind.capitalize()} #{self.index} could not be decided; it stays an input check:",
+            "unknown": f"{self.kind.capitalize()} #{self.index} could not be decided; it stays an input "
+            "check:",
         }.get(self.status, f"{self.kind.capitalize()} #{self.index}:")
         lines = [head, f"  condition:  {self.condition}"]
         if self.where and self.where.get("file"):
@@ -86,7 +87,8 @@ class Explanation:
         if self.counterexample is not None:
             point = ", ".join(f"{k} = {v}" for k, v in self.counterexample.items())
             lines.append(f"  fails at:   {point}")
-            lines += [f"      {expr} {'is' if value in ('True', 'False') else '='} {value}" for expr, value in self.steps]
+            lines += [f"      {expr} {'is' if value in ('True', 'False') else '='} {value}"
+                      for expr, value in self.steps]
         for note in self.notes:
             lines.append(f"  note:       {note}")
         if self.fixes:
@@ -159,7 +161,8 @@ def explain(env: EnvView, item) -> Explanation:
     counterexample, steps, fixes, notes = None, [], [], []
     if violation is not None:
         counterexample = violation.counterexample
-        point = {Symbol(name, integer=True): value for name, value in (violation.verdict.counterexample or {}).items()}
+        point = {Symbol(name, integer=True): value
+                 for name, value in (violation.verdict.counterexample or {}).items()}
         steps = _steps(env, lifted, point)
         fixes = violation.fixes
     for sym in sorted(lifted.free_symbols, key=lambda s: s.name):

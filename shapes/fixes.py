@@ -36,7 +36,8 @@ _MAX_MODULUS = 64
 
 
 class FixKind(str, Enum):
-    """What a fix changes: a Dim's range, a Dim made a multiple, two Dims tied, a Dim made static, or the code."""
+    """What a fix changes: a Dim's range, a Dim made a multiple, two Dims tied, a Dim made static, or the
+    code."""
 
     RANGE = "range"
     MULTIPLE = "multiple"
@@ -57,7 +58,8 @@ class Fix:
     max: int | None = None
     modulus: int | None = None     # multiple: dim = modulus*root + remainder
     remainder: int = 0
-    other: str | None = None       # equal: dim == scale*other + offset (a shared Dim, or one derived from other)
+    # equal: dim == scale*other + offset (a shared Dim, or one derived from other)
+    other: str | None = None
     scale: int = 1
     offset: int = 0
     value: int | None = None       # static: the only size that works
@@ -68,7 +70,8 @@ class Fix:
 
 
 def _spec(name: str, lo, hi) -> str:
-    args = [repr(name)] + ([f"min={lo}"] if lo is not None else []) + ([f"max={hi}"] if hi is not None else [])
+    args = ([repr(name)] + ([f"min={lo}"] if lo is not None else [])
+            + ([f"max={hi}"] if hi is not None else []))
     return f"Dim({', '.join(args)})"
 
 
@@ -148,7 +151,8 @@ def _single_symbol_fixes(env: EnvView, label: str, guard: S.Formula, sym: Symbol
     if interval is not None:
         a, b = interval
         if a == b:
-            fixes.append(Fix(FixKind.STATIC, label, f"{label} only works as {a}: make it static (drop it from "
+            fixes.append(Fix(FixKind.STATIC, label,
+                             f"{label} only works as {a}: make it static (drop it from "
                              f"dynamic_shapes) or change the code that needs {label} == {a}", value=a,
                              kept=_kept(a, b, declared)))
         else:
@@ -282,7 +286,8 @@ def _holds_jointly(guard: S.Formula, states: dict, timeout: float) -> bool:
 
 def _congruence_search(env: EnvView, guard: S.Formula, states: dict, timeout: float) -> dict | None:
     """Smallest set of dims (then smallest modulus) whose congruence to their example makes ``guard`` hold."""
-    syms = sorted((s for s in guard.free_symbols if states[s].modulus is None and env.symbols[s].hint is not None),
+    syms = sorted((s for s in guard.free_symbols if states[s].modulus is None
+                   and env.symbols[s].hint is not None),
                   key=lambda s: s.name)
     for size in range(1, len(syms) + 1):
         for subset in itertools.combinations(syms, size):
@@ -387,7 +392,8 @@ def _widest_alone(state: _DimState, fixes: list[Fix]) -> _DimState:
 
 
 def _widest_together(state: _DimState, fixes: list[Fix]) -> _DimState:
-    """The fix that keeps the most of what the fixes chosen so far left (``4*k`` then ``16*k``, not ``[96, 99]``)."""
+    """The fix that keeps the most of what the fixes chosen so far left (``4*k`` then ``16*k``, not
+    ``[96, 99]``)."""
     return max((_restricted(state, f) for f in fixes), key=lambda new: _dim_share(state, new))
 
 
@@ -405,7 +411,8 @@ def joint_fixes(env: EnvView, violations, timeout: float = 1.0) -> list[Fix] | N
     """
     syms = set().union(*(v.lifted.free_symbols for v in violations))
     declared = {s: _DimState(*env.symbols[s].range) for s in syms}
-    fits = [f for f in (_fit(env, violations, choose, timeout) for choose in (_widest_alone, _widest_together))
+    fits = [f
+            for f in (_fit(env, violations, choose, timeout) for choose in (_widest_alone, _widest_together))
             if f is not None]
     if not fits:
         return None
@@ -419,8 +426,8 @@ def joint_fixes(env: EnvView, violations, timeout: float = 1.0) -> list[Fix] | N
         if state.lo is not None and state.lo == state.hi:
             fixes.append(Fix(FixKind.STATIC, label, f"{label} only works as {state.lo}", value=state.lo))
         elif state.modulus is None:
-            fixes.append(Fix(FixKind.RANGE, label, f"{label} = {_spec(label, state.lo, state.hi)}", min=state.lo,
-                             max=state.hi, kept=_kept(state.lo, state.hi, declared_range)))
+            fixes.append(Fix(FixKind.RANGE, label, f"{label} = {_spec(label, state.lo, state.hi)}",
+                             min=state.lo, max=state.hi, kept=_kept(state.lo, state.hi, declared_range)))
         else:
             fix = _as_multiple(label, state.modulus, state.remainder, state.lo, state.hi, declared_range)
             if fix.min is not None and fix.min == fix.max:    # one size left

@@ -53,7 +53,8 @@ class GuardReport:
     unproven: list[Guard]
     zero_one: list[ZeroOneWarning]
     specialized: list[tuple]          # (source, example size, declared range) of dims declared dynamic
-    combined_fixes: list[Fix] | None = None   # one verified fix per dim that satisfies every violation at once
+    # one verified fix per dim that satisfies every violation at once
+    combined_fixes: list[Fix] | None = None
     # refuted guards on dims the spec lets export narrow (Dim.AUTO/DYNAMIC, relations between named dims):
     # not errors, but input checks of the program, as torch.export keeps them
     restrictions: list[Violation] = field(default_factory=list)
@@ -121,7 +122,8 @@ def _tolerated(env: EnvView, lifted: S.Formula, counterexample: dict, strategy: 
     return not any(_narrows_alone(env, lifted, info, counterexample, strategy, timeout) for info in strict)
 
 
-def _narrows_alone(env: EnvView, lifted: S.Formula, info, counterexample: dict, strategy: str, timeout: float) -> bool:
+def _narrows_alone(env: EnvView, lifted: S.Formula, info, counterexample: dict, strategy: str,
+                   timeout: float) -> bool:
     """Whether some size of one named dim fails ``lifted`` whatever the other dims are.
 
     A relation such as ``N <= M`` leaves each dim its whole range (the
@@ -173,7 +175,8 @@ def _pinned(env: EnvView, restrictions: list[Violation], strategy: str, timeout:
             continue
         own = [v for v in restrictions if v.lifted.free_symbols == {sym}]
         only_hint = S.disj(S.neg(S.conj(*(v.lifted for v in own))), S.eq(sym, info.hint))
-        if own and env.solver.prove(only_hint, ranges={sym: info.range}, strategy=strategy, timeout=timeout).proven:
+        if own and env.solver.prove(only_hint, ranges={sym: info.range}, strategy=strategy,
+                                    timeout=timeout).proven:
             pinned.update((id(v), sym) for v in own)
     return pinned
 
@@ -181,7 +184,8 @@ def _pinned(env: EnvView, restrictions: list[Violation], strategy: str, timeout:
 def _static_fix(env: EnvView, sym: Symbol) -> Fix:
     info = env.symbols[sym]
     size = info.hint if info.fixed is None else info.fixed
-    return Fix(FixKind.STATIC, info.label, f"{info.label} only works as {size}: declare it Dim.STATIC or Dim.AUTO "
+    return Fix(FixKind.STATIC, info.label,
+               f"{info.label} only works as {size}: declare it Dim.STATIC or Dim.AUTO "
                "(Dim.DYNAMIC may not become one size)", value=size)
 
 
@@ -193,7 +197,8 @@ def produce_guards(env: EnvView, strategy="cascade", timeout: float = 2.0) -> Gu
     for guard in env.guards:
         lifted = lift(env, guard.condition)
         syms = lifted.free_symbols
-        verdict = env.solver.prove(lifted, ranges=_initial_ranges(env, syms), strategy=strategy, timeout=timeout)
+        verdict = env.solver.prove(lifted, ranges=_initial_ranges(env, syms), strategy=strategy,
+                                   timeout=timeout)
         guard.verdict = verdict
         if verdict.refuted:
             point = verdict.counterexample or {}            # set on every refutation
@@ -203,12 +208,14 @@ def produce_guards(env: EnvView, strategy="cascade", timeout: float = 2.0) -> Gu
         elif not verdict.proven:
             unproven.append(guard)
         elif any(_raised_lower_bound(env.symbols[s]) for s in syms if env.symbols[s].backed):
-            at_declared = env.solver.prove(lifted, ranges=_initial_ranges(env, syms, declared=True), strategy=strategy,
+            at_declared = env.solver.prove(lifted, ranges=_initial_ranges(env, syms, declared=True),
+                                           strategy=strategy,
                                 timeout=timeout)
             if at_declared.refuted:
                 zero_one.append(ZeroOneWarning(guard, _labelled(env, at_declared.counterexample or {})))
     pinned = _pinned(env, restrictions, strategy, timeout)
-    violations = sorted(violations + [r for r in restrictions if id(r) in pinned], key=lambda v: v.guard.index)
+    violations = sorted(violations + [r for r in restrictions if id(r) in pinned],
+                        key=lambda v: v.guard.index)
     restrictions = [r for r in restrictions if id(r) not in pinned]
     for violation in violations:
         violation.fixes = suggest_fixes(env, violation.guard, violation.lifted, timeout)

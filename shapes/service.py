@@ -1,7 +1,9 @@
 """``shapeproof serve``: the torch-free engine as a small HTTP JSON service.
 
-    POST /prove     {"goal": "...", "ranges": {"T": [2, 4096]}, "facts": [...], "strategy": "cascade", "timeout": 2}
-    POST /explain   {"guard": "...", "ranges": {...}, "sources": {"T": "x.size(1)"}}  or  {"message": "<torch error>"}
+    POST /prove     {"goal": "...", "ranges": {"T": [2, 4096]}, "facts": [...], "strategy": "cascade",
+                     "timeout": 2}
+    POST /explain   {"guard": "...", "ranges": {...}, "sources": {"T": "x.size(1)"}}
+                    or  {"message": "<torch error>"}
     POST /simplify  {"expr": "...", "ranges": {...}}
     GET  /health, GET /openapi.json
 
@@ -104,8 +106,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._error(HTTPStatus.SERVICE_UNAVAILABLE, "busy: every solver process was taken until "
                                "this request's timeout, retry")
         reason = {"timeout": f"stopped at the request's time limit ({work['budget']:g} s)",
-                  "memory": f"stopped: the work reached the memory limit ({self.limits.worker_memory >> 20} MiB)",
-                  "died": "stopped: the solver process ended unexpectedly"}[reply.kind]
+                  "memory": f"stopped: the work reached the memory limit ({self.limits.worker_memory >> 20} "
+                  "MiB)", "died": "stopped: the solver process ended unexpectedly"}[reply.kind]
         self._send(HTTPStatus.OK, stopped(work, reason, round(time.monotonic() - start, 3)))
 
     def _body(self) -> dict | None:
@@ -214,7 +216,8 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, limits: ServiceLimits
 
 def serve(host: str = "127.0.0.1", port: int = 8000) -> None:
     server = make_server(host, port)
-    print(f"shapeproof service on http://{host}:{server.server_port} (GET /openapi.json for the API)", flush=True)
+    print(f"shapeproof service on http://{host}:{server.server_port} (GET /openapi.json for the API)",
+          flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -16,7 +16,8 @@ _KINDS: list[tuple[str, dict]] = [
     ("/prove", {"goal": "(1 % (1 + ((L - 1) // S))) != 0", "ranges": {"L": [2, None], "S": [2, None]},
                 "facts": ["L >= 2*S"]}),
     ("/explain", {"guard": "(H % 4) != 0", "ranges": {"H": [2, None]}}),
-    ("/explain", {"message": "Not all values of T = L['x'].size()[1] in the specified range T <= 1024 satisfy "
+    ("/explain",
+     {"message": "Not all values of T = L['x'].size()[1] in the specified range T <= 1024 satisfy "
                              "the generated guard (L['x'].size()[1] % 8) != 0."}),
     ("/simplify", {"expr": "(N + ((8 - N % 8) % 8)) // 8", "ranges": {"N": [1, None]}}),
 ]

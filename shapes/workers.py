@@ -67,7 +67,8 @@ class _Worker:
 
 
 class WorkerPool:
-    """At most ``size`` worker processes, each running ``handler`` ("module:function") on one request at a time.
+    """At most ``size`` worker processes, each running ``handler`` ("module:function") on one request at a
+    time.
 
     ``handler(request: dict, seconds: float) -> dict`` gets the seconds left
     until its answer is due; it is killed ``grace`` seconds after that.
@@ -115,7 +116,8 @@ class WorkerPool:
         try:
             if not _await_ready(worker, due):    # still starting (a busy machine): healthy, keep it
                 return Reply("timeout"), True
-            worker.conn.send_bytes(json.dumps({"request": request, "seconds": due - time.monotonic()}).encode())
+            worker.conn.send_bytes(json.dumps({"request": request,
+                                               "seconds": due - time.monotonic()}).encode())
             if not self._wait(worker, due, deadline):
                 return Reply("timeout"), False
             message = json.loads(worker.conn.recv_bytes())

@@ -26,7 +26,8 @@ class Bounds:
 
     def __init__(self, ranges: Mapping[Symbol, tuple]):
         self.box = {
-            s: Interval(-INF if lo is None else lo, INF if hi is None else hi) for s, (lo, hi) in ranges.items()
+            s: Interval(-INF if lo is None else lo, INF if hi is None else hi)
+            for s, (lo, hi) in ranges.items()
         }
         self.memo: dict[Expr, Maybe] = {}
 

@@ -96,7 +96,8 @@ class Cascade(Strategy):
                 reasons.append("out of time")
                 break
             if problem.has_floats and not stage.decides_floats:
-                continue            # float nodes that are not exact in doubles: only enumeration evaluates them
+                # float nodes that are not exact in doubles: only enumeration evaluates them
+                continue
             budget = self._budget(i, problem, deadline) if stage.open_ended else deadline
             verdict = run(stage, problem, budget)
             if verdict.decided:
@@ -112,7 +113,8 @@ class Cascade(Strategy):
             if refuted is not None:
                 return replace(refuted, seconds=time.perf_counter() - start,
                                reason=f"{refuted.reason} (in the part of the ranges where doubles are exact)")
-            reasons.insert(0, "float arithmetic that is not exact in doubles over the ranges (only enumeration "
+            reasons.insert(0,
+                           "float arithmetic that is not exact in doubles over the ranges (only enumeration "
                               "evaluates it)")
         return Verdict(Status.UNKNOWN, self.name, time.perf_counter() - start, "; ".join(reasons))
 

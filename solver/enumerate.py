@@ -231,7 +231,8 @@ class EnumerateStrategy(Strategy):
         if size is None:
             return unknown("a range is unbounded, so the box cannot be enumerated")
         if size > self.max_points:
-            return unknown(f"the box has {size} points, more than the {self.max_points} this strategy enumerates")
+            return unknown(f"the box has {size} points, more than the {self.max_points} this strategy "
+                           "enumerates")
         if not _in_int64(problem.ranges.values()):
             return unknown("the box reaches past int64")
         lows = [problem.ranges[s][0] for s in problem.symbols]

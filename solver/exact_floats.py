@@ -39,14 +39,16 @@ __all__ = ["exact_floats"]
 
 _MANTISSA = 2 ** 53
 _MAX_SCALE = 1000           # 2**-1074 is the finest double; stay well above it
-# rounding an exact quotient is an integer node (``math.floor(a / b)`` is ``a // b``): the row's ``quotient_node``
+# rounding an exact quotient is an integer node (``math.floor(a / b)`` is ``a // b``): the row's
+# ``quotient_node``
 _ROUNDED = {row.cls: row.quotient_node for row in TABLE.values() if row.quotient_node is not None}
 _OP = {row.cls: row.infix for row in TABLE.values() if row.kind is Kind.COMPARISON}
 
 
 def exact_floats(goal: F.Formula, facts: tuple, ranges: Mapping[Symbol, tuple]) -> tuple[F.Formula, tuple]:
     """``(goal, facts)`` with every float sub-expression that is exact over ``ranges`` made integer."""
-    if not FL.has_floats(t for f in (goal, *facts) for r in F.relations(f) for t in (r.lhs, r.rhs, *r.divisors)):
+    if not FL.has_floats(t for f in (goal, *facts) for r in F.relations(f)
+                         for t in (r.lhs, r.rhs, *r.divisors)):
         return goal, facts
     from .interval import tighten                # interval imports problem, which imports this module
     narrowed = tighten(ranges, facts) or ranges

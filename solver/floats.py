@@ -32,17 +32,17 @@ from sympy import Expr, Integer, Rational
 
 from . import formula as F
 from .nodes import (
-    COMPARISONS, FLOAT_WRAPPERS, ROUNDING, TABLE, CeilToInt, Defined, FAdd, FDiv, FFloorDiv, FloatConst, FloatEq,
-    FloatLe, FloatLt, FloatTerm, FloorToInt, FMod, FMul, FNeg, FSub, IntTrueDiv, Kind, Rounding, RoundToInt,
-    ToFloat, TruncToInt, _Wrapper,
+    COMPARISONS, FLOAT_WRAPPERS, ROUNDING, TABLE, CeilToInt, Defined, FAdd, FDiv, FFloorDiv, FloatConst,
+    FloatEq, FloatLe, FloatLt, FloatTerm, FloorToInt, FMod, FMul, FNeg, FSub, IntTrueDiv, Kind, Rounding,
+    RoundToInt, ToFloat, TruncToInt, _Wrapper,
 )
 from .terms import iter_nodes
 
 __all__ = [
     "FloatTerm", "ToFloat", "FloatConst", "IntTrueDiv", "FAdd", "FSub", "FMul", "FDiv", "FFloorDiv", "FMod",
     "FNeg", "FloorToInt", "CeilToInt", "TruncToInt", "RoundToInt", "FloatLt", "FloatLe", "FloatEq", "Defined",
-    "FLOAT_WRAPPERS", "ROUNDING", "COMPARISONS", "Rounding", "is_float", "has_floats", "float_const", "to_float",
-    "float_binop", "true_div", "round_float", "compare_float", "prune_defined",
+    "FLOAT_WRAPPERS", "ROUNDING", "COMPARISONS", "Rounding", "is_float", "has_floats", "float_const",
+    "to_float", "float_binop", "true_div", "round_float", "compare_float", "prune_defined",
 ]
 
 BINARY = {row.infix: row.cls for row in TABLE.values() if row.kind is Kind.FLOAT}

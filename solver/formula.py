@@ -154,7 +154,8 @@ def _connective(cls, absorbing: Const, identity: Const, args: Iterable[Formula])
                 if not any(may_raise(p) for p in flat):
                     return absorbing
                 before = _build(cls, identity, tuple(flat))
-                return cls((*before.args, neg(before))) if isinstance(before, cls) else cls((before, neg(before)))
+                parts = before.args if isinstance(before, cls) else (before,)
+                return cls((*parts, neg(before)))
             if part != identity:
                 flat[part] = None
     return _build(cls, identity, tuple(flat))
@@ -168,7 +169,8 @@ def _build(cls, identity: Const, items: tuple) -> Formula:
 
 def may_raise(f: Formula) -> bool:
     """Whether ``f`` can be undefined somewhere (a divisor, or a float node that can raise)."""
-    return any(r.divisors or any(getattr(n, "may_raise", False) for t in (r.lhs, r.rhs) for n in iter_nodes(t))
+    return any(r.divisors
+               or any(getattr(n, "may_raise", False) for t in (r.lhs, r.rhs) for n in iter_nodes(t))
                for r in relations(f))
 
 
@@ -220,7 +222,8 @@ def formula_str(f: Formula) -> str:
     """Python-syntax text that ``shapeproof.solver.parse`` reads back to an equal formula."""
     if isinstance(f, Const):
         return "True" if f.value else "False"
-    if isinstance(f, Rel) and getattr(f.lhs, "is_float_comparison", False) and f.rhs == 0 and f.op in ("==", "!="):
+    if (isinstance(f, Rel) and getattr(f.lhs, "is_float_comparison", False) and f.rhs == 0
+            and f.op in ("==", "!=")):
         text = term_str(f.lhs)[1:-1]            # a comparison with a float side (floats.compare_float)
         return text if f.op == "!=" else f"not ({text})"
     if isinstance(f, Rel):
@@ -238,4 +241,5 @@ def formula_str(f: Formula) -> str:
 
 def _side(term: Expr) -> str:
     text = term_str(term)
-    return text if isinstance(term, (Symbol, Integer)) or not isinstance(term, (sympy.Add, sympy.Mul)) else f"({text})"
+    bare = isinstance(term, (Symbol, Integer)) or not isinstance(term, (sympy.Add, sympy.Mul))
+    return text if bare else f"({text})"

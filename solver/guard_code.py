@@ -34,7 +34,8 @@ __all__ = ["guard_code"]
 
 
 def guard_code(formula: F.Formula, sources: Mapping[Symbol, str]) -> str:
-    """Python text of ``formula`` with each symbol read from ``sources[symbol]`` (Python over torch's inputs)."""
+    """Python text of ``formula`` with each symbol read from ``sources[symbol]`` (Python over torch's
+    inputs)."""
     missing = formula.free_symbols - set(sources)
     if missing:
         raise ValueError(f"no source for {sorted(s.name for s in missing)}")
@@ -56,7 +57,8 @@ class _Printer:
 
     def relation(self, r: F.Rel) -> str:
         hidden = sorted(r.divisors - divisors((r.lhs, r.rhs)), key=sympy.default_sort_key)
-        checks = "".join(f" + 0*{self.term(d.args[0])}" if isinstance(d, FL.Defined) else f" + 0*(0 // {self.term(d)})"
+        checks = "".join(f" + 0*{self.term(d.args[0])}" if isinstance(d, FL.Defined)
+                         else f" + 0*(0 // {self.term(d)})"
                          for d in hidden)
         if isinstance(r.lhs, FL.COMPARISONS) and r.rhs == 0 and r.op in ("==", "!="):
             core = self.comparison(r.lhs, checks)

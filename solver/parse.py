@@ -286,7 +286,8 @@ class _Parser:
         self.enter()
         try:
             value = self.and_test()
-            return self._joined(value, "or", self.and_test, F.disj, self.condition) if self.at("or") else value
+            return self._joined(value, "or", self.and_test, F.disj,
+                                self.condition) if self.at("or") else value
         finally:
             self.depth -= 1
 
@@ -332,7 +333,8 @@ class _Parser:
     # bitwise, which this grammar does not model, so they are refused there.
     def bitwise_or(self):
         value = self.bitwise_and()
-        return self._joined(value, "|", self.bitwise_and, F.disj, self._operand_of("|")) if self.at("|") else value
+        return self._joined(value, "|", self.bitwise_and, F.disj,
+                            self._operand_of("|")) if self.at("|") else value
 
     def bitwise_and(self):
         value = self.arith()
@@ -479,8 +481,8 @@ class _Parser:
 
     def literal(self, tok: _Tok) -> _Num:
         if len(tok.text) > self.limits.max_literal_chars:
-            raise ParseError(f"number literal is too large (longer than {self.limits.max_literal_chars} characters)",
-                             self.text, tok.pos)
+            raise ParseError(f"number literal is too large (longer than {self.limits.max_literal_chars} "
+                             "characters)", self.text, tok.pos)
         if re.fullmatch(r"[0-9]+", tok.text):
             if len(tok.text) > self.limits.max_int_digits:
                 raise ParseError("number literal is too large", self.text, tok.pos)
@@ -508,7 +510,8 @@ class _Parser:
         if name in _FUNCTIONS:
             arity, handler = _FUNCTIONS[name]
             if arity is not None and len(args) != arity:
-                raise ParseError(f"{name}() takes {arity} argument(s), got {len(args)}", self.text, target.pos)
+                raise ParseError(f"{name}() takes {arity} argument(s), got {len(args)}", self.text,
+                                 target.pos)
             return handler(self, args, target.pos)
         method = name.rsplit(".", 1)[-1]
         if "." in name and method in _PATH_METHODS and all(
@@ -522,7 +525,8 @@ class _Parser:
         if negative:
             self.take()
         tok = self.tok
-        if tok.kind == "num" and re.fullmatch(r"[0-9]+", tok.text) and len(tok.text) <= self.limits.max_int_digits:
+        if (tok.kind == "num" and re.fullmatch(r"[0-9]+", tok.text)
+                and len(tok.text) <= self.limits.max_int_digits):
             index = ("-" if negative else "") + tok.text
         elif tok.kind == "str" and not negative:
             index = repr(tok.text[1:-1])

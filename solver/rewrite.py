@@ -57,7 +57,8 @@ class Reduction:
 
 
 def _any_value(span: tuple) -> int:
-    """A value for a symbol that normalization cancelled out of every formula (so any value in range works)."""
+    """A value for a symbol that normalization cancelled out of every formula (so any value in range
+    works)."""
     lo, hi = span
     return lo if lo is not None else (hi if hi is not None else 0)
 
@@ -118,7 +119,8 @@ def _reduce(problem: Problem, deadline: Deadline | None) -> Reduction:
             nfact = norm.formula(fact)
             if not isinstance(nfact, F.Rel):
                 continue
-            learned = learned_from(nfact, lambda candidates: next((s for s in candidates if s in ranges), None))
+            learned = learned_from(nfact,
+                                   lambda candidates: next((s for s in candidates if s in ranges), None))
             if learned is None:
                 continue
             if learned.kind is LearnedKind.DIVISIBILITY:
@@ -200,7 +202,8 @@ class RewriteStrategy(Strategy):
                 except Undefined:
                     continue
                 if check_counterexample(problem, lifted) is None:
-                    return refuted(lifted, f"after normalization the goal can never hold ({_describe(red.fired)})")
+                    return refuted(lifted,
+                                   f"after normalization the goal can never hold ({_describe(red.fired)})")
         return unknown(f"normalized form is inconclusive: {red.problem.goal}")
 
 

@@ -82,7 +82,8 @@ def exact_quotient(a: Expr, b: Expr) -> Optional[Expr]:
 
 
 def split_multiples(a: Expr, b: Expr) -> tuple[Expr, Expr]:
-    """``(Q, R)`` with ``a == b*Q + R``, ``Q`` an integer polynomial, ``R`` free of obvious multiples of ``b``.
+    """``(Q, R)`` with ``a == b*Q + R``, ``Q`` an integer polynomial, ``R`` free of obvious multiples of
+    ``b``.
 
     For a constant ``b`` each coefficient is split toward zero (|remainder| < b,
     same sign), so ``-T`` stays ``-T`` rather than becoming ``-16*T + 15*T``.

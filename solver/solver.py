@@ -42,8 +42,8 @@ class Solver:
         self.reductions = Reductions()
         self.cascade = Cascade(cache_size=cache_size, reductions=self.reductions)
         self.strategies: dict[str, Strategy] = {}
-        for strategy in (IntervalStrategy(), RewriteStrategy(self.reductions), EnumerateStrategy(), Z3Strategy(),
-                         self.cascade):
+        for strategy in (IntervalStrategy(), RewriteStrategy(self.reductions), EnumerateStrategy(),
+                         Z3Strategy(), self.cascade):
             self.register(strategy)
 
     def register(self, strategy: Strategy) -> Strategy:

@@ -1,4 +1,5 @@
-"""The node table (``solver/nodes.py``): every row fills every column, and every column agrees with ``python``.
+"""The node table (``solver/nodes.py``): every row fills every column, and every column agrees with
+``python``.
 
 This is where the interpreters used to drift apart (guard code, z3, numpy,
 bounds and the torch bridge each had their own copy of what a node means).
@@ -28,7 +29,8 @@ FLOAT_ARGS = {Kind.FLOAT, Kind.ROUNDING, Kind.COMPARISON}
 def _arity(row: Row, rng: random.Random) -> int:
     if row.kind in (Kind.RING, Kind.CHOICE) and row.cls is not sympy.Pow:
         return rng.randint(2, 4)
-    if row.kind in (Kind.TO_FLOAT, Kind.ROUNDING, Kind.DEFINED, Kind.FLOAT_CONST) or row.cls.__name__ == "FNeg":
+    if row.kind in (Kind.TO_FLOAT, Kind.ROUNDING, Kind.DEFINED,
+                    Kind.FLOAT_CONST) or row.cls.__name__ == "FNeg":
         return 1
     return 2
 
@@ -70,7 +72,8 @@ def test_every_row_fills_every_column(row):
         if isinstance(value, Unmodelled):
             assert value.why, (row.cls.__name__, column)
     assert row.kind is not Kind.ROUNDING or row.rounding is not None
-    assert row.kind not in (Kind.DIVISION, Kind.CHOICE, Kind.TO_FLOAT, Kind.TRUE_DIV, Kind.ROUNDING) or row.names
+    assert row.kind not in (Kind.DIVISION, Kind.CHOICE, Kind.TO_FLOAT, Kind.TRUE_DIV,
+                            Kind.ROUNDING) or row.names
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
@@ -130,7 +133,8 @@ def _node(row: Row, args):
     names = [symbol(f"x{i}") for i in range(len(args))]
     terms = [float_const(a) if isinstance(a, float) else s for a, s in zip(args, names)]
     point = {s: a for a, s in zip(args, names) if not isinstance(a, float)}
-    node = row.cls(*terms) if row.cls not in (sympy.Add, sympy.Mul, sympy.Pow) else row.cls(*terms, evaluate=False)
+    ring = row.cls in (sympy.Add, sympy.Mul, sympy.Pow)
+    node = row.cls(*terms, evaluate=False) if ring else row.cls(*terms)
     if row.cls is sympy.Pow:
         node = terms[0] ** args[1]
         point.pop(names[1], None)
@@ -145,7 +149,8 @@ def test_text_and_guard_code_read_back_to_python(row):
         named = {s.name: v for s, v in point.items()}
         if row.kind is Kind.COMPARISON:     # printed as the condition it stands for
             assert holds(parse_condition(term_str(node)), named) == bool(expected), term_str(node)
-        elif not row.is_float and row.kind is not Kind.DEFINED:     # Defined is a marker guard text never spells
+        elif not row.is_float and row.kind is not Kind.DEFINED:
+            # Defined is a marker guard text never spells
             try:
                 value = evaluate_term(parse_term(term_str(node)), named)
             except Undefined:
@@ -153,7 +158,8 @@ def test_text_and_guard_code_read_back_to_python(row):
             assert value == expected, (row.cls.__name__, term_str(node))
         code = _Printer({s: s.name for s in point}).term(node)
         try:
-            value = eval(code, {"math": math, "__builtins__": {"int": int, "float": float, "abs": abs, "min": min,
+            value = eval(code,
+                         {"math": math, "__builtins__": {"int": int, "float": float, "abs": abs, "min": min,
                                                                 "max": max, "round": round}}, named)
         except (ZeroDivisionError, OverflowError, ValueError):
             value = None

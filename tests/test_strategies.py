@@ -52,7 +52,8 @@ TABLE = [
 @pytest.mark.parametrize("goal,ranges,facts,expected", TABLE, ids=[t[0][:40] for t in TABLE])
 def test_strategies_agree_with_the_truth_or_say_unknown(name, goal, ranges, facts, expected):
     with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)  # a strategy caught lying by the re-check fails the test
+        # a strategy caught lying by the re-check fails the test
+        warnings.simplefilter("error", RuntimeWarning)
         v = prove(goal, ranges=ranges, facts=facts, strategy=name, timeout=5.0)
     assert v.status in (expected, Status.UNKNOWN), v
     if v.status is R:

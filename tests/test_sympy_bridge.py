@@ -28,8 +28,8 @@ TERMS = [
     ("torch CeilDiv", lambda a, b: torch.utils._sympy.functions.CeilDiv(a, b), (s0, s1), POSITIVE),
     ("FloorToInt(IntTrueDiv)", lambda a, b: T.FloorToInt(T.IntTrueDiv(a, b)), (x, s1), SIGNED),
     ("CeilToInt(IntTrueDiv)", lambda a, b: T.CeilToInt(T.IntTrueDiv(a, b)), (x, s1), SIGNED),
-    ("TruncToInt(FloatTrueDiv)", lambda a, b: T.TruncToInt(T.FloatTrueDiv(T.ToFloat(a), T.ToFloat(b))), (x, s1),
-     SIGNED),
+    ("TruncToInt(FloatTrueDiv)", lambda a, b: T.TruncToInt(T.FloatTrueDiv(T.ToFloat(a), T.ToFloat(b))),
+     (x, s1), SIGNED),
     ("Max/Min", lambda a, b: T.Max(a, b) - T.Min(a, 2 * b), (x, s1), SIGNED),
     ("PowByNatural", lambda a, b: T.PowByNatural(a, 2) + b, (x, s1), SIGNED),
     ("LShift/RShift", lambda a, b: T.LShift(a, 2) + T.RShift(a, 1), (s0, s1), POSITIVE),
@@ -106,7 +106,8 @@ def test_real_guards_from_a_trace_hold_at_the_example():
 
 
 def test_each_relation_carries_only_the_divisors_of_its_own_sides():
-    """A fact ``s0 > 5`` converted after ``s0 / x`` must not need ``x != 0`` (it did: every divisor seen so far)."""
+    """A fact ``s0 > 5`` converted after ``s0 / x`` must not need ``x != 0`` (it did: every divisor seen so
+    far)."""
     from shapeproof.solver.formula import relations
 
     shared = T.IntTrueDiv(s0, x)

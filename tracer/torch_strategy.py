@@ -54,7 +54,8 @@ class _ToTorch:
         if isinstance(f, S.Const):
             return sympy.true if f.value else sympy.false
         if isinstance(f, S.Rel):
-            op = {"==": sympy.Eq, "!=": sympy.Ne, "<": sympy.Lt, "<=": sympy.Le, ">": sympy.Gt, ">=": sympy.Ge}[f.op]
+            op = {"==": sympy.Eq, "!=": sympy.Ne, "<": sympy.Lt, "<=": sympy.Le, ">": sympy.Gt,
+                  ">=": sympy.Ge}[f.op]
             return op(self.term(f.lhs), self.term(f.rhs))
         parts = [self.condition(a) for a in f.args]
         return sympy.And(*parts) if isinstance(f, S.And) else sympy.Or(*parts)
@@ -89,7 +90,8 @@ class TorchStrategy(Strategy):
         if bool(answer):
             # torch takes every divisor to be nonzero; shapeproof's goals are false where one is zero
             for d in sorted({d for r in S.relations(problem.goal) for d in r.divisors}, key=str):
-                if env._maybe_evaluate_static(sympy.Ne(convert.term(d), 0), axioms=axioms or None) is not sympy.true:
+                if env._maybe_evaluate_static(sympy.Ne(convert.term(d), 0),
+                                              axioms=axioms or None) is not sympy.true:
                     return unknown("torch decides it assuming a divisor is nonzero, which it cannot show")
             point = self._scan(problem, deadline)
             if point is not None:
@@ -116,5 +118,6 @@ class TorchStrategy(Strategy):
 
 
 def strategy_named(choice):
-    """``choice`` with the name ``"torch"`` made the strategy itself (solvers know the engine's own by name)."""
+    """``choice`` with the name ``"torch"`` made the strategy itself (solvers know the engine's own by
+    name)."""
     return TorchStrategy() if choice == TorchStrategy.name else choice
