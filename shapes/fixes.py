@@ -14,7 +14,6 @@ comes from a Python branch on a size; change the code or export with
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 from typing import cast
 
 import copy
@@ -25,7 +24,7 @@ import numpy as np
 from sympy import Poly, Symbol
 
 from shapeproof import solver as S
-from shapeproof.solver import Mod, holds_along, prove, term_str
+from shapeproof.solver import Mod, Vocabulary, holds_along, prove, term_str
 
 from .view import EnvView
 
@@ -35,7 +34,7 @@ _ENUMERATE_LIMIT = 2_000_000
 _MAX_MODULUS = 64
 
 
-class FixKind(str, Enum):
+class FixKind(Vocabulary):
     """What a fix changes: a Dim's range, a Dim made a multiple, two Dims tied, a Dim made static, or the
     code."""
 
@@ -44,9 +43,6 @@ class FixKind(str, Enum):
     EQUAL = "equal"
     STATIC = "static"
     REWRITE = "rewrite"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

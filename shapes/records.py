@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
 
-from shapeproof.solver import Formula, Verdict
+from shapeproof.solver import Formula, Verdict, Vocabulary
 
 from .provenance import Provenance
 
@@ -43,16 +42,13 @@ class RuntimeAssert:
     message: str = ""
 
 
-class Purpose(str, Enum):
+class Purpose(Vocabulary):
     """Why the environment asked the solver."""
 
     EVALUATE = "evaluate"                  # a branch on a size while tracing
     SIZE_OBLIVIOUS = "size_oblivious"      # a framework check, sizes taken as >= 2
     CHECK = "check"                        # torch._check
     STATIC = "static"                      # statically_known: never records anything
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass

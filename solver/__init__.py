@@ -36,15 +36,15 @@ from .problem import Deadline, Problem
 from .solver import DEFAULT_TIMEOUT, Solver
 from .strategy import Outcome, Strategy, check_counterexample, proven, refuted, sample_points, unknown
 from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, divisors, symbol, term_str
-from .verdict import Status, Verdict
+from .verdict import Status, Verdict, Vocabulary
 
 evaluate = evaluate_term
 
 __all__ = [
     # questions
     "prove", "simplify", "bounds", "evaluate", "classify_fact", "Solver", "DEFAULT_SOLVER", "STRATEGIES",
-    "DEFAULT_TIMEOUT", "Verdict", "Status", "Learned", "LearnedKind", "holds", "truth", "evaluate_term",
-    "Undefined", "holds_along", "tighten", "Bounds",
+    "DEFAULT_TIMEOUT", "Verdict", "Status", "Vocabulary", "Learned", "LearnedKind", "holds", "truth",
+    "evaluate_term", "Undefined", "holds_along", "tighten", "Bounds",
     # the language
     "parse", "parse_condition", "parse_term", "ParseError", "Limits",
     "Formula", "Rel", "And", "Or", "Const", "TRUE", "FALSE", "rel", "eq", "ne", "lt", "le", "gt", "ge",
