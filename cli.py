@@ -142,8 +142,7 @@ def cmd_explain(args) -> int:
             print(ex.text, end="\n\n")
         counts = {s: sum(ex.status == s for _, ex in results) for s in ("proven", "refuted", "unknown")}
         print(f"{len(results)} guard(s): {counts['proven']} hold for every value in range, "
-              f"{counts['refuted']} "
-              f"fail (counterexample above), {counts['unknown']} undecided")
+              f"{counts['refuted']} fail (counterexample above), {counts['unknown']} undecided")
     return OK if all(ex.status == "proven" for _, ex in results) else FAILED
 
 

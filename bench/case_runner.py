@@ -384,8 +384,7 @@ def write_outputs(rows: list[dict], out: Path, exporters: list[str]) -> str:
     if len(exporters) == 2 and both:
         ratios = [per[exporters[1]]["seconds"] / per[exporters[0]]["seconds"] for per in both]
         totals.append(f"median export-time ratio {exporters[1]}/{exporters[0]} over {len(both)} cases both "
-                      "export: "
-                      f"{statistics.median(ratios):.2f}")
+                      f"export: {statistics.median(ratios):.2f}")
     mismatches = [(r["case"], r["exporter"]) for r in rows if "mismatch" in differential(r)]
     totals.append(f"mismatches against eager: {mismatches or 'none'}")
     table = "\n".join(lines) + "\n\n" + "\n".join(f"- {t}" for t in totals) + "\n"

@@ -36,8 +36,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 MESSAGE = ("Not all values of T = L['x'].size()[1] in the specified range T <= 1024 satisfy the generated "
-           "guard "
-           "((L['x'].size()[1] + ((16 + (-1)*(L['x'].size()[1] % 16)) % 16)) // 16) != 1.")
+           "guard ((L['x'].size()[1] + ((16 + (-1)*(L['x'].size()[1] % 16)) % 16)) // 16) != 1.")
 
 EASY = [  # (path, body, expected status)
     ("/prove", {"goal": "((2*T*T) // T) == 2*T", "ranges": {"T": [2, 4096]}}, 200),
@@ -275,8 +274,7 @@ def main(argv=None) -> int:
     print(f"| memory RSS / PSS at peak | {load['peak'][0]:.0f} MB / {load['peak'][1]:.0f} MB "
           f"({load['peak'][2]} processes) |")
     print(f"| memory RSS / PSS after | {mem_after[0]:.0f} MB / {mem_after[1]:.0f} MB ({mem_after[2]} "
-          "processes, "
-          f"{settled:.0f} s after the load) |")
+          f"processes, {settled:.0f} s after the load) |")
     print(f"| 5xx responses | {five} |")
     print(f"| unexpected status or dropped | {len(errors)}" + (f" e.g. {errors[:3]}" if errors else "")
           + " |")

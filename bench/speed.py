@@ -92,8 +92,7 @@ def _child(args: list[str], timeout: float) -> dict | None:
 
 def table(rows: list[dict]) -> str:
     lines = ["| case | torch s | shapeproof s | ratio | traces | queries | solver ms | torch MB | shapeproof "
-             "MB "
-             "| memory ratio | status (torch / shapeproof) |", "|---|" + "---|" * 10]
+             "MB | memory ratio | status (torch / shapeproof) |", "|---|" + "---|" * 10]
     for r in rows:
         lines.append("| " + " | ".join(str(r.get(k, "")) for k in (
             "case", "torch_s", "shapeproof_s", "ratio", "traces", "queries", "solver_ms", "torch_mb",

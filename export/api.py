@@ -197,8 +197,7 @@ def _unproven_note(report: GuardReport, strategy: str) -> list[str]:
     shown = "; ".join(str(g.condition) for g in report.unproven[:3])
     more = f" (+{len(report.unproven) - 3} more)" if len(report.unproven) > 3 else ""
     return [f"strategy {strategy!r} could not decide {len(report.unproven)} guard(s); the program checks "
-            "them on "
-            f"its inputs and may reject shapes inside the declared ranges: {shown}{more}"]
+            f"them on its inputs and may reject shapes inside the declared ranges: {shown}{more}"]
 
 
 def _region_notes(search: RegionSearch, split: bool) -> list[str]:

@@ -36,13 +36,11 @@ class ExportError(Exception):
     def _message(self) -> str:
         n = len(self.violations) + len(self.report.specialized)
         lines = [f"shapeproof could not export: {n} requirement(s) of the traced program do not hold for "
-                 "every "
-                 "input in the declared ranges."]
+                 "every input in the declared ranges."]
         for source, size, declared in self.report.specialized:
             lines.append(f"\n- {source} is declared dynamic {declared} but the example input has size "
-                         f"{size}, "
-                         "which torch.export specializes to a constant. Use an example with a size >= 2 "
-                         "there.")
+                         f"{size}, which torch.export specializes to a constant. Use an example with a size "
+                         ">= 2 there.")
         for ex in self.violations[:_MAX_LISTED]:
             dims = ", ".join(f"{d.path} = {d.name}" if d.name != d.path else d.path
                              for d in ex.dims) or "inputs"

@@ -120,8 +120,7 @@ class ShapeEnv:
                                   f"{span_str((lo, hi))}" + (f" of {dim_name}" if dim_name else ""))
         if hint in (0, 1) and specialize:
             self.notes.append(f"{source} is {hint} in the example input, so it is specialized to the "
-                              "constant "
-                              f"{hint} (torch.export treats example sizes 0 and 1 as static); "
+                              f"constant {hint} (torch.export treats example sizes 0 and 1 as static); "
                               f"use an example with {source} >= 2 to keep it dynamic")
             if declared is not None:
                 self.specialized.append((source, hint, (lo, hi)))
@@ -138,8 +137,7 @@ class ShapeEnv:
                           dim_name=dim_name, kind=kind)
         if declared[0] < tracing_lo:
             info.notes.append(f"sizes {declared[0]}..{tracing_lo - 1} are allowed by the spec and assumed to "
-                              "behave "
-                              f"like size {tracing_lo} (torch.export's 0/1 convention)")
+                              f"behave like size {tracing_lo} (torch.export's 0/1 convention)")
         self._register(info, source.path)
         if dim_name is not None:
             self._by_dim_name[dim_name] = sym
@@ -185,8 +183,7 @@ class ShapeEnv:
 
     def note_specialization(self, sym: Symbol, value: int) -> None:
         """The tracer made ``sym`` the constant ``value`` (torch's replacement): a ``Dim.DYNAMIC`` dim may not
-        be
-        (``report`` says so), even where the guards that forced it are beyond what the solver proves."""
+        be (``report`` says so), even where the guards that forced it are beyond what the solver proves."""
         info = self.symbols.get(sym)
         if info is not None:
             info.fixed = value
@@ -468,14 +465,12 @@ class ShapeEnv:
         origins = self._origins(_as_term(term).free_symbols)
         suggestions = [f"torch._check({text} >= 0)"]
         lines = [f"The code asks for the concrete value of `{text}`, which depends on data (unbacked sizes) "
-                 "and "
-                 f"is only known when the program runs."]
+                 f"and is only known when the program runs."]
         lines += [f"  {name} = {origin}" for name, origin in origins.items()]
         if where.frame is not None:
             lines.append(f"  asked at {where}")
         lines.append("Keep it symbolic: drop the int(...) (or other Python conversion) around it and use the "
-                     "value "
-                     "as it is; say what you know about it with torch._check, e.g.")
+                     "value as it is; say what you know about it with torch._check, e.g.")
         lines += [f"  {s}" for s in suggestions]
         return DataDependentError("\n".join(lines), text, origins, suggestions, where)
 

@@ -127,14 +127,13 @@ def dependency_svg(env, target, verdict: str = "proven") -> str:
         x1, y1, x2, y2 = xa + wa, ya + _NODE_H / 2, xb - 2, yb + _NODE_H / 2
         bend = (x2 - x1) / 2
         parts.append(f'<path class="edge" d="M{x1:.1f},{y1:.1f} C{x1 + bend:.1f},{y1:.1f} '
-                     f'{x2 - bend:.1f},{y2:.1f} '
-                     f'{x2:.1f},{y2:.1f}" marker-end="url(#{_e(marker)})"/>')
+                     f'{x2 - bend:.1f},{y2:.1f} {x2:.1f},{y2:.1f}" marker-end="url(#{_e(marker)})"/>')
     for n, (bx, by, w) in box.items():
         head, sub_text, cls = text[n]
         parts.append(f'<g class="node {cls}"><rect x="{bx:.1f}" y="{by:.1f}" width="{w:.1f}" '
-                     f'height="{_NODE_H}" '
-                     f'rx="6"/><text x="{bx + 10:.1f}" y="{by + 16:.1f}" class="l1">{_e(head)}</text>'
-                     f'<text x="{bx + 10:.1f}" y="{by + 30:.1f}" class="l2">{_e(sub_text)}</text></g>')
+                     f'height="{_NODE_H}" rx="6"/><text x="{bx + 10:.1f}" y="{by + 16:.1f}" '
+                     f'class="l1">{_e(head)}</text><text x="{bx + 10:.1f}" y="{by + 30:.1f}" '
+                     f'class="l2">{_e(sub_text)}</text></g>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -167,8 +166,7 @@ def _header(env, report, discharged, *, title, model, exported, seconds) -> str:
     return (f'<header><div class="title"><h1>{_e(title)}</h1>{outcome}</div>'
             f'<p class="meta">{"model <b>" + _e(model) + "</b>, " if model else ""}'
             f'{"exported" if exported else "failed"}{_e(took)}; every shape question decided by '
-            'shapeproof</p>'
-            '<div class="tiles">'
+            'shapeproof</p><div class="tiles">'
             + "".join(f'<div class="tile {cls}"><b>{n}</b><span>{_e(label)}</span></div>'
                                             for label, n, cls in tiles) + '</div>'
             f'<p class="meta">guards decided by: {_by(guard_strategies)}; '
@@ -192,10 +190,8 @@ def _failure_box(report, failure) -> str:
                      '<ul class="fixes">' + "".join(_fix_text(f) for f in report.combined_fixes) + "</ul>")
     for source, size, declared in report.specialized:
         items.append(f'<p><code>{_e(source)}</code> is declared dynamic {_e(declared)} but the example input '
-                     'has '
-                     f'size {_e(size)}, which torch.export specializes to a constant: use an example with a '
-                     'size '
-                     '&gt;= 2 there.</p>')
+                     f'has size {_e(size)}, which torch.export specializes to a constant: use an example '
+                     'with a size &gt;= 2 there.</p>')
     if failure:
         items.append('<details><summary>the error torch raised while '
                      f'tracing</summary><pre>{_e(failure)}</pre>'
@@ -306,10 +302,10 @@ def _discharged(env, queries) -> str:
                         f'<td><code title="{_e(example)}">{_e(shown)}</code></td></tr>')
     return (f'<section><h2>Discharged by the engine <span class="count">{len(queries)}</span></h2>'
             '<p class="muted">Questions torch&#x27;s own reasoning left open; the engine proved each one, so '
-            'the '
-            'program records no guard for it.</p><table class="discharged"><tr><th>source line, op</th><th '
-            'class="num">questions'
-            '</th><th class="num">time</th><th>strategy</th><th>e.g.</th></tr>' + "".join(rows)
+            'the program records no guard for it.</p><table class="discharged"><tr><th>source line, '
+            'op</th><th class="num">questions</th><th '
+            'class="num">time</th><th>strategy</th><th>e.g.</th></tr>'
+            + "".join(rows)
             + "</table></section>")
 
 

@@ -13,8 +13,7 @@ which equals Python's floor division whenever the divisor is positive, so:
 
 SMT-LIB ``x div 0`` is an unconstrained value, so each relation carries
 ``b != 0`` for its divisors (see ``formula``); ``or`` is encoded left to right as Python evaluates it.
-Interval
-bounds of division nodes are added as hints, guarded by ``b != 0`` so they
+Interval bounds of division nodes are added as hints, guarded by ``b != 0`` so they
 never constrain those free values.  Z3 runs under a deterministic ``rlimit``
 and a wall-clock timeout; running out is UNKNOWN, never a verdict.
 """

@@ -8,8 +8,7 @@ from shapeproof.cli import main, parse_range
 
 MODELS = Path(__file__).with_name("cli_models.py")
 MESSAGE = ("Not all values of T = L['x'].size()[1] in the specified range T <= 1024 satisfy the generated "
-           "guard "
-           "(L['x'].size()[1] % 4) != 0.")
+           "guard (L['x'].size()[1] % 4) != 0.")
 
 
 def test_ranges():

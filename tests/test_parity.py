@@ -128,9 +128,8 @@ def test_range_containment_and_output_comparison():
 
 def test_error_checklist_reads_torch_messages():
     torch_message = ("Constraints violated (dimy)! The values of dimy = L['y'].size()[0] in the specified "
-                     "range "
-                     "4 <= dimy <= 7 must always be related to the values of dimx = L['x'].size()[0] by "
-                     "dimy = dimx + 1.\nSuggested fixes:\n  dimy = dimx + 1")
+                     "range 4 <= dimy <= 7 must always be related to the values of dimx = L['x'].size()[0] "
+                     "by dimy = dimx + 1.\nSuggested fixes:\n  dimy = dimx + 1")
     assert parity.error_checklist(torch_message) == {"input_dim": True, "source_line": False, "value": True,
                                                      "fix": True}
     assert not any(parity.error_checklist("something went wrong").values())

@@ -41,8 +41,7 @@ def test_prove_explain_simplify(server):
                       {"guard": "(H // 2) == (2*(H // 4))", "ranges": {"H": [8, 256]}})
     assert status == 200 and ex["status"] == "refuted" and ex["counterexample"]["H"] % 4 >= 2 and ex["fixes"]
     message = ("Not all values of T = L['x'].size()[1] in the specified range T <= 1024 satisfy the "
-               "generated "
-               "guard (L['x'].size()[1] % 4) != 0.")
+               "generated guard (L['x'].size()[1] % 4) != 0.")
     status, out = call(server, "POST", "/explain", {"message": message})
     assert status == 200 and out["guards"][0]["status"] == "refuted"
     assert out["guards"][0]["counterexample"] == {"T": 4}

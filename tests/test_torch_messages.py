@@ -46,9 +46,8 @@ Could not guard on data-dependent expression Eq(u0, 1) (unhinted: Eq(u0, 1)).  (
 
 def test_a_true_guard_is_proven_and_a_log_without_guards_yields_none():
     text = ("Not all values of T = L['x'].size()[1] in the specified range 2 <= T <= 512 satisfy the "
-            "generated "
-            "guard (((-1) + ((2*L['x'].size()[1]*L['x'].size()[1]) // L['x'].size()[1])) % L['x'].size()[1]) "
-            "!= 0.")
+            "generated guard (((-1) + ((2*L['x'].size()[1]*L['x'].size()[1]) // L['x'].size()[1])) % "
+            "L['x'].size()[1]) != 0.")
     [(_, ex)] = explain_torch_error(text)
     assert ex.status == "proven"
     assert find_guards("Data-dependent branching\n  Explanation: Detected data-dependent branching") == []
@@ -123,13 +122,11 @@ from user code:
 
 def test_explain_messages_numbers_guards_and_honours_the_time_budget():
     text = "\n".join("  - Not all values of T = L['x'].size()[1] in the specified range 2 <= T <= 64 "
-                     "satisfy the "
-                     f"generated guard (L['x'].size()[1] % {k}) != 0." for k in (2, 3, 5))
+                     f"satisfy the generated guard (L['x'].size()[1] % {k}) != 0." for k in (2, 3, 5))
     explanations = explain_messages(text)
     assert [ex.index for ex in explanations] == [0, 1, 2]
     assert [ex.counterexample for ex in explanations] == [{"T": 2}, {"T": 3}, {"T": 5}]
     assert all(ex.status == "not checked" for ex in explain_messages(text, budget=0))
     truncated = explain_messages("Not all values of T = L['x'].size()[1] in the specified range T <= 8 "
-                                 "satisfy the "
-                                 "generated guard ((L['x'].size()[1] // 4")
+                                 "satisfy the generated guard ((L['x'].size()[1] // 4")
     assert truncated[0].status == "not checked" and "not explained" in truncated[0].notes[0]
