@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 import torch
 from torch.export import ExportedProgram
 
-from shapeproof.shapes import DimKind, GuardReport, ShapeEnv
-from shapeproof.shapes.records import Query
-from shapeproof.solver.api import DEFAULT_TIMEOUT
+from shapeproof.shapes import DimKind, GuardReport, Query, ShapeEnv
+from shapeproof.solver import DEFAULT_TIMEOUT
+from shapeproof.tracer import strategy_named
 from shapeproof.tracer.engine_env import TorchDataDependentError
 
 from .errors import ExportError
@@ -62,8 +62,9 @@ def _data_dependent_cause(exc: BaseException | None) -> TorchDataDependentError 
     return None
 
 
-def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dynamic_shapes=None,
-                       strict: bool = False, preserve_module_call_signature: tuple[str, ...] = (),
+def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *,
+                       dynamic_shapes=None, strict: bool = False,
+                       preserve_module_call_signature: tuple[str, ...] = (),
                        prefer_deferred_runtime_asserts_over_guards: bool = False, strategy="cascade",
                        timeout: float = DEFAULT_TIMEOUT, split: bool = False, max_regions: int = 8,
                        time_budget: float | None = None) -> ExportResult:
@@ -76,7 +77,9 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
     spec = normalize_spec(dynamic_shapes, model, args, kwargs)
     start = time.perf_counter()
     stop_at = None if time_budget is None else start + time_budget
-    first = trace(model, args, kwargs, spec, strategy, timeout, options)
+    # "torch": torch's own reasoning, which the solvers know only if asked
+    chosen = strategy_named(strategy)
+    first = trace(model, args, kwargs, spec, chosen, timeout, options)
     data_dependent = _data_dependent_cause(first.failure)
     if data_dependent is not None:
         raise data_dependent.with_traceback(None) from None
@@ -97,7 +100,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
     if report.violations:
         if first.program is None:
             raise error() from first.failure
-        search = _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split,
+        search = _search(model, args, kwargs, spec, first, chosen, timeout, max_regions, split,
                          one_program_only=not split, options=options, stop_at=stop_at)
         if search.covered and len(search.regions) == 1:
             # one program serves every trace: the violated guards only chose between code paths that
@@ -121,7 +124,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
     if report.restrictions:
         # torch.export keeps these as input checks; other traces may show that the program serves more
         # (a check over named dims may then become the whole region of the program, hence the longer search)
-        search = _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split,
+        search = _search(model, args, kwargs, spec, first, chosen, timeout, max_regions, split,
                          one_program_only=not split and not _named_relations(first.engine, report),
                          options=options, stop_at=stop_at)
         if search.covered and len(search.regions) == 1:
@@ -199,13 +202,14 @@ def _unread_note(first) -> list[str]:
 
 
 def _unproven_note(report: GuardReport, strategy: str) -> list[str]:
-    """Guards the strategy could neither prove nor refute stay as input checks: say so, not silently narrow."""
+    """Guards the strategy could neither prove nor refute stay as input checks: say so, not silently
+    narrow."""
     if not report.unproven:
         return []
     shown = "; ".join(str(g.condition) for g in report.unproven[:3])
     more = f" (+{len(report.unproven) - 3} more)" if len(report.unproven) > 3 else ""
-    return [f"strategy {strategy!r} could not decide {len(report.unproven)} guard(s); the program checks them on "
-            f"its inputs and may reject shapes inside the declared ranges: {shown}{more}"]
+    return [f"strategy {strategy!r} could not decide {len(report.unproven)} guard(s); the program checks "
+            f"them on its inputs and may reject shapes inside the declared ranges: {shown}{more}"]
 
 
 def _region_notes(search: RegionSearch, split: bool) -> list[str]:

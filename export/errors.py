@@ -39,13 +39,15 @@ class ExportError(Exception):
 
     def _message(self) -> str:
         n = len(self.violations) + len(self.report.specialized)
-        lines = [f"shapeproof could not export: {n} requirement(s) of the traced program do not hold for every "
-                 "input in the declared ranges."]
+        lines = [f"shapeproof could not export: {n} requirement(s) of the traced program do not hold for "
+                 "every input in the declared ranges."]
         for source, size, declared in self.report.specialized:
-            lines.append(f"\n- {source} is declared dynamic {declared} but the example input has size {size}, "
-                         "which torch.export specializes to a constant. Use an example with a size >= 2 there.")
+            lines.append(f"\n- {source} is declared dynamic {declared} but the example input has size "
+                         f"{size}, which torch.export specializes to a constant. Use an example with a size "
+                         ">= 2 there.")
         for ex in self.violations[:_MAX_LISTED]:
-            dims = ", ".join(f"{d.path} = {d.name}" if d.name != d.path else d.path for d in ex.dims) or "inputs"
+            dims = ", ".join(f"{d.path} = {d.name}" if d.name != d.path else d.path
+                             for d in ex.dims) or "inputs"
             lines.append(f"\n- {dims}: the program needs {ex.condition}")
             if ex.where and ex.where.get("file"):
                 lines.append(f"    from {ex.where['file']}:{ex.where['line']}: {ex.where['code']}"
@@ -66,7 +68,8 @@ class ExportError(Exception):
             lines.append(f"\n... and {len(self.violations) - _MAX_LISTED} more (see error.violations)")
         combined = self.report.combined_fixes
         if combined:
-            lines.append("\nTogether, verified to satisfy all of the above: " + "; ".join(f.description for f in combined))
+            lines.append("\nTogether, verified to satisfy all of the above: "
+                         + "; ".join(f.description for f in combined))
         if self.narrowing is not None:
             lines.append(f"\nWider: {self.narrowing.describe()}")
         applied = ("that wider restriction." if self.narrowing is not None

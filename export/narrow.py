@@ -21,11 +21,9 @@ import math
 import time
 from dataclasses import dataclass
 
-from shapeproof.shapes.fixes import Fix, joint_fixes
-from shapeproof.solver import formula as F
-from shapeproof.solver.api import prove
-from shapeproof.solver.evaluate import truth
-from shapeproof.solver.terms import Mod, symbol
+from shapeproof import solver as F      # the solver's facade: conditions, questions
+from shapeproof.shapes import Fix, FixKind, joint_fixes
+from shapeproof.solver import Mod, prove, symbol, truth
 
 from .regions import (
     COVERAGE_TIMEOUT,
@@ -64,14 +62,14 @@ def fix_predicate(fixes: list[Fix]) -> F.Formula | None:
     parts = []
     for fix in fixes:
         s = symbol(fix.dim)
-        if fix.kind == "range":
+        if fix.kind is FixKind.RANGE:
             parts += [F.ge(s, fix.min)] if fix.min is not None else []
             parts += [F.le(s, fix.max)] if fix.max is not None else []
-        elif fix.kind == "multiple":
+        elif fix.kind is FixKind.MULTIPLE:
             parts.append(F.eq(Mod(s, fix.modulus), fix.remainder))
             parts += [F.ge(s, fix.modulus * fix.min + fix.remainder)] if fix.min is not None else []
             parts += [F.le(s, fix.modulus * fix.max + fix.remainder)] if fix.max is not None else []
-        elif fix.kind == "static":
+        elif fix.kind is FixKind.STATIC:
             parts.append(F.eq(s, fix.value))
         else:
             return None
@@ -80,7 +78,7 @@ def fix_predicate(fixes: list[Fix]) -> F.Formula | None:
 
 def _kept(fixes: list[Fix]) -> float:
     """The share of the declared ranges the fixes keep (a static dim keeps nothing)."""
-    return math.prod(0.0 if f.kind == "static" else 1.0 if f.kept is None else f.kept for f in fixes)
+    return math.prod(0.0 if f.kind is FixKind.STATIC else 1.0 if f.kept is None else f.kept for f in fixes)
 
 
 class _Narrower:
@@ -105,7 +103,8 @@ class _Narrower:
         return F.disj(*(t.region for t in group))
 
     def spent(self) -> bool:
-        return self.added >= self.max_added or (self.stop_at is not None and time.perf_counter() >= self.stop_at)
+        out_of_time = self.stop_at is not None and time.perf_counter() >= self.stop_at
+        return self.added >= self.max_added or out_of_time
 
     def trace_at(self, counterexample: dict) -> Trace | None:
         if self.spent():

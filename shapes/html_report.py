@@ -107,7 +107,8 @@ def dependency_svg(env, target, verdict: str = "proven") -> str:
     widths = [max(max(len(text[n][0]), len(text[n][1])) * _CHAR_W + 20 for n in layer) for layer in layers]
     rows = max(len(layer) for layer in layers)
     height = rows * (_NODE_H + _GAP_Y) - _GAP_Y + 2 * _PAD
-    box, x = {}, _PAD
+    box: dict = {}
+    x: float = _PAD
     for layer, w in zip(layers, widths):
         top = (height - (len(layer) * (_NODE_H + _GAP_Y) - _GAP_Y)) / 2
         for k, n in enumerate(layer):
@@ -125,13 +126,14 @@ def dependency_svg(env, target, verdict: str = "proven") -> str:
         (xa, ya, wa), (xb, yb, _) = box[a], box[b]
         x1, y1, x2, y2 = xa + wa, ya + _NODE_H / 2, xb - 2, yb + _NODE_H / 2
         bend = (x2 - x1) / 2
-        parts.append(f'<path class="edge" d="M{x1:.1f},{y1:.1f} C{x1 + bend:.1f},{y1:.1f} {x2 - bend:.1f},{y2:.1f} '
-                     f'{x2:.1f},{y2:.1f}" marker-end="url(#{_e(marker)})"/>')
+        parts.append(f'<path class="edge" d="M{x1:.1f},{y1:.1f} C{x1 + bend:.1f},{y1:.1f} '
+                     f'{x2 - bend:.1f},{y2:.1f} {x2:.1f},{y2:.1f}" marker-end="url(#{_e(marker)})"/>')
     for n, (bx, by, w) in box.items():
         head, sub_text, cls = text[n]
-        parts.append(f'<g class="node {cls}"><rect x="{bx:.1f}" y="{by:.1f}" width="{w:.1f}" height="{_NODE_H}" '
-                     f'rx="6"/><text x="{bx + 10:.1f}" y="{by + 16:.1f}" class="l1">{_e(head)}</text>'
-                     f'<text x="{bx + 10:.1f}" y="{by + 30:.1f}" class="l2">{_e(sub_text)}</text></g>')
+        parts.append(f'<g class="node {cls}"><rect x="{bx:.1f}" y="{by:.1f}" width="{w:.1f}" '
+                     f'height="{_NODE_H}" rx="6"/><text x="{bx + 10:.1f}" y="{by + 16:.1f}" '
+                     f'class="l1">{_e(head)}</text><text x="{bx + 10:.1f}" y="{by + 30:.1f}" '
+                     f'class="l2">{_e(sub_text)}</text></g>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -140,7 +142,8 @@ def dependency_svg(env, target, verdict: str = "proven") -> str:
 def _counts(report: GuardReport, env) -> dict[str, int]:
     status = Counter(g.verdict.status.value if g.verdict else "not checked" for g in report.guards)
     return {"guards": len(report.guards), "refuted": status["refuted"], "unknown": status["unknown"],
-            "proven": status["proven"], "kept": sum(1 for g in report.kept_guards if not (g.verdict and g.verdict.refuted)),
+            "proven": status["proven"],
+            "kept": sum(1 for g in report.kept_guards if not (g.verdict and g.verdict.refuted)),
             "asserts": len(env.runtime_asserts)}
 
 
@@ -153,15 +156,18 @@ def _header(env, report, discharged, *, title, model, exported, seconds) -> str:
     outcome = ('<span class="outcome ok">exported</span>' if exported
                else '<span class="outcome bad">export failed</span>')
     took = "" if seconds is None else f" {'in' if exported else 'after'} {seconds:.2f} s"
-    tiles = [("guards", counts["guards"], ""), ("refuted", counts["refuted"], "bad" if counts["refuted"] else ""),
-             ("unknown", counts["unknown"], "warn" if counts["unknown"] else ""), ("proven", counts["proven"], "ok" if counts["proven"] else ""),
+    tiles = [("guards", counts["guards"], ""),
+             ("refuted", counts["refuted"], "bad" if counts["refuted"] else ""),
+             ("unknown", counts["unknown"], "warn" if counts["unknown"] else ""),
+             ("proven", counts["proven"], "ok" if counts["proven"] else ""),
              ("kept as input checks", counts["kept"], ""), ("runtime asserts", counts["asserts"], ""),
              ("discharged by the engine", len(discharged), "ok" if discharged else "")]
     guard_strategies = Counter(g.verdict.strategy for g in report.guards if g.verdict)
     return (f'<header><div class="title"><h1>{_e(title)}</h1>{outcome}</div>'
             f'<p class="meta">{"model <b>" + _e(model) + "</b>, " if model else ""}'
-            f'{"exported" if exported else "failed"}{_e(took)}; every shape question decided by shapeproof</p>'
-            '<div class="tiles">' + "".join(f'<div class="tile {cls}"><b>{n}</b><span>{_e(label)}</span></div>'
+            f'{"exported" if exported else "failed"}{_e(took)}; every shape question decided by '
+            'shapeproof</p><div class="tiles">'
+            + "".join(f'<div class="tile {cls}"><b>{n}</b><span>{_e(label)}</span></div>'
                                             for label, n, cls in tiles) + '</div>'
             f'<p class="meta">guards decided by: {_by(guard_strategies)}; '
             f'discharged by: {_by(Counter(q.strategy for q in discharged))}</p></header>')
@@ -170,7 +176,8 @@ def _header(env, report, discharged, *, title, model, exported, seconds) -> str:
 def _fix_text(fix) -> str:
     kept = ""
     if fix.kept is not None:
-        kept = (f'<span class="kept"><span class="bar"><span style="width:{max(0.0, min(fix.kept, 1.0)) * 100:.0f}%">'
+        kept = ('<span class="kept"><span class="bar"><span '
+                f'style="width:{max(0.0, min(fix.kept, 1.0)) * 100:.0f}%">'
                 f'</span></span>keeps {fix.kept:.0%} of the declared range</span>')
     return f'<li><code>{_e(fix.description)}</code>{kept}</li>'
 
@@ -182,11 +189,12 @@ def _failure_box(report, failure) -> str:
                      '(<code>shapeproof.suggest_dynamic_shapes(error, spec)</code> applies it):</p>'
                      '<ul class="fixes">' + "".join(_fix_text(f) for f in report.combined_fixes) + "</ul>")
     for source, size, declared in report.specialized:
-        items.append(f'<p><code>{_e(source)}</code> is declared dynamic {_e(declared)} but the example input has '
-                     f'size {_e(size)}, which torch.export specializes to a constant: use an example with a size '
-                     '&gt;= 2 there.</p>')
+        items.append(f'<p><code>{_e(source)}</code> is declared dynamic {_e(declared)} but the example input '
+                     f'has size {_e(size)}, which torch.export specializes to a constant: use an example '
+                     'with a size &gt;= 2 there.</p>')
     if failure:
-        items.append(f'<details><summary>the error torch raised while tracing</summary><pre>{_e(failure)}</pre>'
+        items.append('<details><summary>the error torch raised while '
+                     f'tracing</summary><pre>{_e(failure)}</pre>'
                      '</details>')
     return f'<section class="failure">{"".join(items)}</section>' if items else ""
 
@@ -196,7 +204,8 @@ def _where(where: dict | None) -> str:
         return '<div class="where muted">no source location recorded</div>'
     op = f' <span class="op">{_e(where["op"])}</span>' if where.get("op") else ""
     if not where.get("file"):
-        return f'<div class="where">{op} <span class="muted">(no user frame: raised inside torch)</span></div>'
+        return (f'<div class="where">{op} <span class="muted">(no user frame: raised inside torch)</span>'
+                '</div>')
     short = f'{os.path.basename(where["file"])}:{where["line"]}'
     return (f'<div class="where"><span class="file" title="{_e(where["file"])}">{_e(short)}</span> '
             f'in <code>{_e(where["function"])}</code>{op}<pre class="code">{_e(where["code"])}</pre></div>')
@@ -206,7 +215,8 @@ def _dims(ex: Explanation) -> str:
     if not ex.dims:
         return '<p class="muted">depends on no input dim</p>'
     rows = "".join(f'<tr><td><code>{_e(d.path)}</code></td><td><code>{_e(d.name)}</code></td>'
-                   f'<td>{_e(_span(d.declared))}</td><td>{_e("" if d.example is None else d.example)}</td></tr>'
+                   f'<td>{_e(_span(d.declared))}</td>'
+                   f'<td>{_e("" if d.example is None else d.example)}</td></tr>'
                    for d in ex.dims)
     return ('<table class="dims"><tr><th>input dim</th><th>Dim</th><th>declared</th><th>example</th></tr>'
             f'{rows}</table>')
@@ -224,9 +234,11 @@ def _counterexample(ex: Explanation) -> str:
     rows = []
     for expr, value in ex.steps:
         cls = {"True": "true", "False": "false"}.get(value, "")
-        rows.append(f'<tr class="{cls}"><td><code>{_e(expr)}</code></td><td><code>{_e(value)}</code></td></tr>')
+        rows.append(f'<tr class="{cls}"><td><code>{_e(expr)}</code></td>'
+                    f'<td><code>{_e(value)}</code></td></tr>')
     return (f'<div class="cex"><h4>Fails at {point}</h4>'
-            f'<table class="steps"><tr><th>evaluated step by step</th><th>value</th></tr>{"".join(rows)}</table></div>')
+            '<table class="steps"><tr><th>evaluated step by '
+            f'step</th><th>value</th></tr>{"".join(rows)}</table></div>')
 
 
 def _ms(ms: float) -> str:
@@ -277,23 +289,29 @@ def _discharged(env, queries) -> str:
         groups.setdefault(line, {}).setdefault(q.where.op if q.where is not None else None, []).append(q)
     rows = []
     for (place, code, filename), ops in groups.items():
-        rows.append(f'<tr class="line"><td colspan="5"><span class="file" title="{_e(filename)}">{_e(place)}</span>'
+        rows.append('<tr class="line"><td colspan="5"><span class="file" '
+                    f'title="{_e(filename)}">{_e(place)}</span>'
                     f'<code class="src">{_e(code)}</code></td></tr>')
         for op, items in ops.items():
             example = min((env.render(q.goal) for q in items), key=len)
             shown = example if len(example) <= _EXAMPLE_CHARS else example[:_EXAMPLE_CHARS - 3] + "..."
-            rows.append(f'<tr><td><span class="op">{_e(op or "-")}</span></td><td class="num">{len(items)}</td>'
+            rows.append(f'<tr><td><span class="op">{_e(op or "-")}</span></td><td '
+                        f'class="num">{len(items)}</td>'
                         f'<td class="num">{_ms(sum(q.seconds for q in items) * 1000)}</td>'
                         f'<td class="nowrap">{_by(Counter(q.strategy for q in items))}</td>'
                         f'<td><code title="{_e(example)}">{_e(shown)}</code></td></tr>')
     return (f'<section><h2>Discharged by the engine <span class="count">{len(queries)}</span></h2>'
-            '<p class="muted">Questions torch&#x27;s own reasoning left open; the engine proved each one, so the '
-            'program records no guard for it.</p><table class="discharged"><tr><th>source line, op</th><th class="num">questions'
-            '</th><th class="num">time</th><th>strategy</th><th>e.g.</th></tr>' + "".join(rows) + "</table></section>")
+            '<p class="muted">Questions torch&#x27;s own reasoning left open; the engine proved each one, so '
+            'the program records no guard for it.</p><table class="discharged"><tr><th>source line, '
+            'op</th><th class="num">questions</th><th '
+            'class="num">time</th><th>strategy</th><th>e.g.</th></tr>'
+            + "".join(rows)
+            + "</table></section>")
 
 
-def render_html(env, report: GuardReport, *, title: str, model: str = "", exported: bool, seconds: float | None = None,
-                program: str | None = None, failure: str | None = None, notes=()) -> str:
+def render_html(env, report: GuardReport, *, title: str, model: str = "", exported: bool,
+                seconds: float | None = None, program: str | None = None, failure: str | None = None,
+                notes=()) -> str:
     """The whole page for the shape environment ``env`` of one export and its ``produce_guards`` report.
 
     ``program`` is a text summary of the exported program (shown when given);
@@ -303,17 +321,21 @@ def render_html(env, report: GuardReport, *, title: str, model: str = "", export
     discharged = [q for q in env.queries if q.status == "proven"]
     cards = _cards(env, report)
     failed = sum(1 for c in cards if c.status == "refuted")
-    guards = ('<section><h2>Guards and runtime asserts <span class="count">' + str(len(cards)) + "</span></h2>"
-              + (f'<p class="muted">{failed} failed, shown first; proven ones are folded.</p>' if failed else "")
+    guards = ('<section><h2>Guards and runtime asserts <span class="count">' + str(len(cards))
+              + "</span></h2>"
+              + (f'<p class="muted">{failed} failed, shown first; proven ones are folded.</p>' if failed
+                 else "")
               + ("".join(_card(env, c) for c in cards) or '<p class="muted">The program needs no guard.</p>')
               + "</section>")
-    prog = f'<section><h2>Exported program</h2><pre class="program">{_e(program)}</pre></section>' if program else ""
+    prog = (f'<section><h2>Exported program</h2><pre class="program">{_e(program)}</pre></section>'
+            if program else "")
     return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f'<title>{_e(title)}</title><style>{_CSS}</style></head><body><main>'
             + _header(env, report, discharged, title=title, model=model, exported=exported, seconds=seconds)
             + ("" if exported else _failure_box(report, failure))
-            + (f'<div class="notes">{_e(chr(10).join(notes))}</div>' if notes else "") + guards + _discharged(env, discharged) + prog
+            + (f'<div class="notes">{_e(chr(10).join(notes))}</div>' if notes else "") + guards
+            + _discharged(env, discharged) + prog
             + '<footer>shapeproof report: self-contained, no scripts, no external resources.</footer>'
             + "</main></body></html>\n")
 
@@ -323,8 +345,8 @@ _CSS = """
 --green-bg:#dafbe1;--amber:#9a6700;--amber-bg:#fff8c5;--blue:#0969da;--blue-bg:#ddf4ff;
 --mono:ui-monospace,SFMono-Regular,"DejaVu Sans Mono",Menlo,Consolas,monospace}
 *{box-sizing:border-box}
-body{margin:0;background:var(--bg);color:var(--fg);font:14px/1.5 -apple-system,"Segoe UI",Roboto,"Liberation Sans",
-"Helvetica Neue",Arial,sans-serif}
+body{margin:0;background:var(--bg);color:var(--fg);
+font:14px/1.5 -apple-system,"Segoe UI",Roboto,"Liberation Sans","Helvetica Neue",Arial,sans-serif}
 main{max-width:1120px;margin:0 auto;padding:24px 24px 40px}
 code,pre{font-family:var(--mono);font-size:12.5px}
 pre{margin:0;white-space:pre-wrap;word-break:break-word}
@@ -350,8 +372,8 @@ border-radius:10px;padding:4px 20px 12px}
 .failure h2{margin-top:12px}
 .count{font-weight:400;color:var(--muted);font-size:14px;margin-left:4px}
 .muted{color:var(--muted)}
-.notes{background:var(--amber-bg);border:1px solid #eed888;border-radius:8px;padding:10px 14px;margin:16px 0 0;
-white-space:pre-wrap;font-size:13px}
+.notes{background:var(--amber-bg);border:1px solid #eed888;border-radius:8px;padding:10px 14px;
+margin:16px 0 0;white-space:pre-wrap;font-size:13px}
 .note{background:var(--amber-bg);border-radius:6px;padding:5px 10px;margin:8px 0;font-size:13px}
 .card{background:#fff;border:1px solid var(--line);border-left:4px solid var(--line);border-radius:8px;
 margin:10px 0;padding:0 16px}
@@ -372,8 +394,8 @@ border-radius:12px;white-space:nowrap}
 .decided{color:var(--muted);font-size:12px;white-space:nowrap}
 .where{margin:12px 0 4px}
 .file{font-family:var(--mono);font-size:12.5px;color:var(--blue);font-weight:600}
-.op{font-family:var(--mono);font-size:11.5px;background:var(--bg);border:1px solid var(--line);border-radius:4px;
-padding:0 5px;margin-left:6px;color:var(--muted)}
+.op{font-family:var(--mono);font-size:11.5px;background:var(--bg);border:1px solid var(--line);
+border-radius:4px;padding:0 5px;margin-left:6px;color:var(--muted)}
 pre.code{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:7px 10px;margin:6px 0}
 .grid{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:0 32px;align-items:start}
 .graphbox{overflow-x:auto;padding-top:30px}
@@ -381,7 +403,8 @@ table{border-collapse:collapse}
 th{text-align:left;font-weight:600;font-size:12px;color:var(--muted);border-bottom:1px solid var(--line);
 padding:4px 14px 4px 0}
 td{padding:4px 14px 4px 0;border-bottom:1px solid #eff2f5;vertical-align:top}
-.steps tr.false td{background:var(--red-bg)}.steps tr.false td:last-child code{color:var(--red);font-weight:600}
+.steps tr.false td{background:var(--red-bg)}
+.steps tr.false td:last-child code{color:var(--red);font-weight:600}
 .steps tr.true td:last-child code{color:var(--green);font-weight:600}
 .steps td:first-child{padding-left:8px}
 .chip{font-family:var(--mono);text-transform:none;letter-spacing:0;font-size:12.5px;color:var(--red);

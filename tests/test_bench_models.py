@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from torch.export import Dim
+from torch.export import Dim  # noqa: E402  (after the importorskip)
 
 REGISTRY = Path(__file__).resolve().parents[1] / "bench" / "models.py"
 GROUPS = {"speech", "vision", "llm"}

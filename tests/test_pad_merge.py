@@ -192,7 +192,8 @@ def test_the_widest_range_keeps_the_genuine_path_and_drops_the_pad_branches_that
         shapeproof.export(model, (torch.randn(1, 3, 8, 16),), dynamic_shapes=spec, time_budget=900)
     narrowing = info.value.narrowing
     assert narrowing is not None
-    assert [(f.dim, f.kind, f.modulus, f.min, f.max) for f in narrowing.fixes] == [("W", "multiple", 4, 2, 16)]
+    fixes = [(f.dim, f.kind, f.modulus, f.min, f.max) for f in narrowing.fixes]
+    assert fixes == [("W", "multiple", 4, 2, 16)]
     program = shapeproof.export(model, (torch.randn(1, 3, 8, 16),),
                                 dynamic_shapes=shapeproof.suggest_dynamic_shapes(info.value, spec))
     module = program.module()
