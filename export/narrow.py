@@ -102,8 +102,12 @@ class _Narrower:
         group = next(g for g in self.programs.groups if self.first in g)
         return F.disj(*(t.region for t in group))
 
+    def trace_cost(self) -> float:
+        """Seconds a trace takes here (the mean of the search's traces)."""
+        return sum(t.seconds for t in self.traces) / len(self.traces)
+
     def spent(self) -> bool:
-        out_of_time = self.stop_at is not None and time.perf_counter() >= self.stop_at
+        out_of_time = self.stop_at is not None and time.perf_counter() + self.trace_cost() > self.stop_at
         return self.added >= self.max_added or out_of_time
 
     def trace_at(self, counterexample: dict) -> Trace | None:
@@ -162,7 +166,8 @@ def widest_single_program(model, args, kwargs, spec, first: Trace, search: Regio
                           timeout: float, options: dict | None, stop_at: float | None) -> Narrowing | None:
     """The widest verified spec restriction under which the first trace's program serves every input.
 
-    Takes at most one trace per violated guard plus ``TRACES_PER_REGION``.
+    Takes at most one trace per violated guard plus ``TRACES_PER_REGION``, and
+    none when that many traces, at the search's mean cost, would overrun ``stop_at``.
     None when the violations are not all input-dim guards, when no joint fix
     exists, when the budget (those traces, or ``stop_at``) runs out, or when
     a trace inside the fix's box needs another program.
@@ -174,6 +179,8 @@ def widest_single_program(model, args, kwargs, spec, first: Trace, search: Regio
     if (not narrower.guards or any(t.region is None for t in narrower.traces)
             or any(not g.free_symbols <= inputs for _, g in narrower.guards)):
         return None
+    if stop_at is not None and start + narrower.trace_cost() * len(narrower.guards) > stop_at:
+        return None                       # fail fast: trying each guard alone would not fit the budget
     needed = narrower.genuine()
     if not needed:
         return None
