@@ -7,25 +7,14 @@ and a right-padded attention mask with ``B in [1, 8]``, ``S in [2, 2048]``.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
 import torch
 import transformers as tf
 from torch import nn
 from torch.export import Dim
 
+from shapeproof.bench.models import Case
+
 DEPTHS = (1, 4, 16, 32)
-
-
-@dataclass
-class Case:
-    name: str
-    group: str
-    pattern: str
-    note: str
-    build: Callable[[], tuple]
-    alt_dims: list | None = None
 
 
 class _WithMask(nn.Module):
