@@ -97,3 +97,17 @@ def test_export_without_torch_raises_an_import_error_naming_the_extra():
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("TorchMissingError shapeproof.export needs PyTorch")
     assert 'pip install "shapeproof[torch]"' in done.stdout
+
+
+@pytest.mark.slow
+def test_the_report_templates_are_installed(venv):
+    code = ("from shapeproof.shapes import ShapeEnv, Source\n"
+            "from shapeproof.shapes.html_report import render_html\n"
+            "env = ShapeEnv()\n"
+            "t = env.create_backed_symbol(8, Source('x.size(1)', 'x', 1), declared=(2, 64), dim_name='T')\n"
+            "env.evaluate(f'({t} % 4) != 0')\n"
+            "print(render_html(env, env.produce_guards(), title='<T>', exported=False))\n")
+    done = _run(venv / "python", "-c", code)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "<title>&lt;T&gt;</title>" in done.stdout
+    assert '<span class="chip">T = 2</span>' in done.stdout        # the guard is T % 4 == 0 (T was 8)
