@@ -17,7 +17,7 @@ class EvenBatch(torch.nn.Module):
 
 
 def _even_batch():
-    return EvenBatch(), (torch.randn(4, 3),), ({0: Dim("B", min=2, max=9)},)
+    return EvenBatch().eval(), (torch.randn(4, 3),), ({0: Dim("B", min=2, max=9)},)
 
 
 def _torch_functions():
@@ -72,3 +72,13 @@ def test_a_program_torch_export_rejects_exports_through_the_switch():
     with torch.no_grad():
         for ep in (program, draft):
             assert torch.allclose(ep.module()(*inputs), model(*inputs), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_torch_onnx_reports_shapeproofs_error_as_the_cause():
+    pytest.importorskip("onnxscript")
+    model, args, spec = _even_batch()
+    with shapeproof.engine(), pytest.raises(Exception) as info:
+        torch.onnx.export(model, args, dynamic_shapes=spec, dynamo=True, verbose=False)
+    assert isinstance(info.value.__cause__, ExportError)       # torch.onnx raises its own, from ours
+    assert "fails at B = 3" in str(info.value)
