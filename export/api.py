@@ -14,15 +14,14 @@ from shapeproof.solver.api import DEFAULT_TIMEOUT
 from shapeproof.tracer.engine_env import TorchDataDependentError
 
 from .errors import ExportError
-from .regions import RegionSearch, python_guard, search_regions, set_input_checks, trace, variable_sources
+from .regions import (
+    TRACES_PER_REGION, RegionSearch, python_guard, search_regions, set_input_checks, trace, variable_sources,
+)
 from .specs import apply_fixes, normalize_spec
 from .split import SplitProgram, split_program
 
 __all__ = ["export", "export_with_report", "ExportResult", "suggest_dynamic_shapes"]
 
-# With split=True several traces may give one program (see regions.py); without it
-# the search only merges identical graphs, and stops after max_regions traces.
-TRACES_PER_REGION = 3
 # region predicates in an error message are cut to this many characters (all of them are in error.regions)
 REGION_WIDTH = 400
 
@@ -63,8 +62,8 @@ def _data_dependent_cause(exc: BaseException | None) -> TorchDataDependentError 
 def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dynamic_shapes=None,
                        strict: bool = False, preserve_module_call_signature: tuple[str, ...] = (),
                        prefer_deferred_runtime_asserts_over_guards: bool = False, strategy="cascade",
-                       timeout: float = DEFAULT_TIMEOUT, split: bool = False,
-                       max_regions: int = 8) -> ExportResult:
+                       timeout: float = DEFAULT_TIMEOUT, split: bool = False, max_regions: int = 8,
+                       time_budget: float | None = None) -> ExportResult:
     """Like ``export``, returning the ``ExportResult`` (program, engine, guard report, time)."""
     if strict:
         warnings.warn("shapeproof.export traces non-strict (strict=False): the engine decides shapes of the "
@@ -73,6 +72,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
                    prefer_deferred_runtime_asserts_over_guards=prefer_deferred_runtime_asserts_over_guards)
     spec = normalize_spec(dynamic_shapes, model, args, kwargs)
     start = time.perf_counter()
+    stop_at = None if time_budget is None else start + time_budget
     first = trace(model, args, kwargs, spec, strategy, timeout, options)
     data_dependent = _data_dependent_cause(first.failure)
     if data_dependent is not None:
@@ -93,14 +93,12 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
     if report.violations:
         if first.program is None:
             raise error() from first.failure
-        # without split, several programs are only usable as torch-style input checks over several dims
-        single_dim = any(len(v.lifted.free_symbols) < 2 for v in report.violations)
         search = _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split,
-                         one_program_only=not split and single_dim, options=options)
+                         one_program_only=not split, options=options, stop_at=stop_at)
         if search.covered and len(search.regions) == 1:
-            # every trace gave this graph: the violated guards only chose between identical code paths
-            set_input_checks(first)
-            return result(first.program, search)
+            # one program serves every trace: the violated guards only chose between code paths that
+            # compute the same function there (identical graphs, or identical up to exact identities)
+            return result(_serving(search), search)
         if search.covered and split:
             return result(split_program(model, first, search), search)
         raise error(_region_notes(search, split), search.regions) from first.failure
@@ -113,17 +111,16 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
         # (a check over named dims may then become the whole region of the program, hence the longer search)
         search = _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split,
                          one_program_only=not split and not _named_relations(first.engine, report),
-                         options=options)
+                         options=options, stop_at=stop_at)
         if search.covered and len(search.regions) == 1:
-            set_input_checks(first)
-            return result(first.program, search, _warn(notes))
+            return result(_serving(search), search, _warn(notes))
         if search.covered and split:
             return result(split_program(model, first, search), search, _warn(notes))
         kept = (python_guard(search.regions[0].predicate, variable_sources(first.sizes))
                 if search.covered else None)
         if kept is not None:
-            set_input_checks(first, kept)
-            return result(first.program, search, _warn(notes + [
+            set_input_checks(search.regions[0].traces[0], kept)
+            return result(search.regions[0].program, search, _warn(notes + [
                 "the program rejects inputs outside its region (like torch.export, which keeps guards over "
                 f"several dims as input checks): {kept}; export with split=True for one package covering "
                 "every region"]))
@@ -131,11 +128,18 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
 
 
 def _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split, one_program_only,
-            options):
+            options, stop_at):
     max_traces = TRACES_PER_REGION * max_regions if split else None
     return search_regions(model, args, kwargs, spec, first, strategy=strategy, timeout=timeout,
                           max_regions=max_regions, max_traces=max_traces, one_program_only=one_program_only,
-                          options=options)
+                          options=options, stop_at=stop_at)
+
+
+def _serving(search: RegionSearch) -> ExportedProgram:
+    """The program of the only region, checking its inputs against nothing but what torch keeps."""
+    program = search.regions[0].traces[0]
+    set_input_checks(program)
+    return program.program
 
 
 def _warn(notes: list[str]) -> list[str]:
@@ -209,7 +213,7 @@ def _region_notes(search: RegionSearch, split: bool) -> list[str]:
 def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dynamic_shapes=None,
            strict: bool = False, preserve_module_call_signature: tuple[str, ...] = (),
            prefer_deferred_runtime_asserts_over_guards: bool = False, strategy="cascade", split: bool = False,
-           max_regions: int = 8) -> ExportedProgram | SplitProgram:
+           max_regions: int = 8, time_budget: float | None = None) -> ExportedProgram | SplitProgram:
     """Export ``model`` like ``torch.export.export(..., strict=False)``, proving shape guards with shapeproof.
 
     Takes torch.export.export's arguments (``strict=True`` is traced
@@ -224,14 +228,18 @@ def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, d
     per region and a dispatcher), and otherwise ``ExportError`` is raised.  Its
     message leads with the input dim, the source line, a counterexample, the
     regions found and fixes; ``suggest_dynamic_shapes`` applies the fixes.
-    ``max_regions`` bounds the number of distinct programs (with ``split=True``
-    the search may trace up to ``TRACES_PER_REGION`` times as often).
+    ``max_regions`` bounds the number of distinct programs (the search may trace
+    up to ``TRACES_PER_REGION`` times as often: a trace whose region another
+    program serves, up to exact identities, adds no program).  ``time_budget``
+    (seconds) bounds the whole search: no trace starts after it is spent, and
+    the answer is what the traces so far support (the error says so).
     """
     deferred = prefer_deferred_runtime_asserts_over_guards
     return export_with_report(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict,
                               preserve_module_call_signature=preserve_module_call_signature,
                               prefer_deferred_runtime_asserts_over_guards=deferred,
-                              strategy=strategy, split=split, max_regions=max_regions).program
+                              strategy=strategy, split=split, max_regions=max_regions,
+                              time_budget=time_budget).program
 
 
 def suggest_dynamic_shapes(error: ExportError, dynamic_shapes):

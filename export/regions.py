@@ -4,24 +4,29 @@ A trace at one example records guards; the conjunction of those not proven
 over the declared ranges is the *region* where the traced program is valid.
 When the regions found so far do not cover the declared ranges, the solver
 returns a point outside all of them, and the model is traced again with
-example sizes taken from that point.  Traces whose graphs are identical are
-one program, valid on the union of their regions: a guard that only chose
-between identical code paths (``if T % 4 != 0`` before a pad of zero, a
-short-circuit ``and``) is not a restriction of the program.
+example sizes taken from that point.  A program that computes another
+trace's function on that trace's region is valid on the union of both
+regions: when the graphs are identical (a guard that only chose between
+identical code paths, a short-circuit ``and``), or when they agree up to
+exact identities (``merge.py``: the padding side of ``if H % ws: pad``
+serves the side that needs no padding, where it pads by 0 and slices
+nothing off).  A guard separating such traces is not a restriction of the
+program.
 
 Regions are formulas over *canonical* input variables, one per input dim the
 user can set (the Dim name, else the input path), so regions from different
 traces are comparable.  The search stops when the solver proves that the
 regions cover the declared ranges, when more than ``max_regions`` distinct
-programs are found, or after ``max_traces`` traces (several traces often give
-one program: each trace's region is only as wide as its own guards, so a
-size-1 edge in two dims takes four traces even when it needs two programs).
+programs are found, or after ``max_traces`` traces that no program served
+(several traces often give one program: each trace's region is only as wide
+as its own guards, so every combination of pad branches is traced once).
 """
 from __future__ import annotations
 
 import inspect
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import sympy
 import torch
@@ -38,12 +43,17 @@ from shapeproof.tracer.size_asserts import label_size_asserts
 from shapeproof.tracer.torch_internals import EXPORTED_PROGRAM_GUARDS_ATTRIBUTE
 from sympy import Expr, Symbol
 
+from .merge import Merge, could_unify, serves
+from .program_terms import ProgramTerms
 from .specs import dim_specs
 
 # A coverage question is asked once per trace (seconds each) and unions of regions are
 # the hardest queries of an export (measured: a 437,500-point box over a Swin window
 # partition ran out at 2 s), so it gets more time than a guard.
 COVERAGE_TIMEOUT = 30.0
+# Several traces often give one program (identical graphs, or a program that serves another trace's
+# region), so a search may take this many traces per program allowed, whatever else it counts.
+TRACES_PER_REGION = 3
 
 __all__ = ["set_input_checks", "Region", "RegionSearch", "Trace", "python_guard", "search_regions", "trace"]
 
@@ -63,6 +73,13 @@ class Trace:
     ranges: dict[Symbol, tuple]        # canonical variable -> range reasoning starts from
     declared: dict[Symbol, tuple]      # canonical variable -> range the user declared (what programs accept)
     seconds: float
+    symbols: dict[Symbol, Expr] = field(default_factory=dict)   # torch symbol -> canonical term
+    branches: list[F.Formula] = field(default_factory=list)      # the region's guards from Python branches
+
+    @cached_property
+    def terms(self) -> ProgramTerms:
+        """The program's integer values and shapes as terms over the canonical variables (for merging)."""
+        return ProgramTerms(self.program, self.symbols, set(self.ranges))
 
     @property
     def fingerprint(self) -> str | None:
@@ -90,6 +107,7 @@ class RegionSearch:
     regions: list[Region] = field(default_factory=list)
     covered: bool = False
     reason: str = ""                   # why the search stopped without covering the ranges
+    merges: list[str] = field(default_factory=list)   # programs found to serve other traces' regions
 
     @property
     def box(self) -> dict[Symbol, tuple]:
@@ -168,7 +186,9 @@ def _undivided(r: F.Formula, bounds: Bounds) -> F.Formula:
     return F.Rel(r.op, r.lhs, r.rhs, keep) if keep != r.divisors else r
 
 
-def _region(engine: ShapeEnv, report: GuardReport, canon: dict) -> F.Formula | None:
+def _region(engine: ShapeEnv, report: GuardReport, canon: dict) -> list[tuple[F.Formula, bool]] | None:
+    """The trace's unproven guards over canonical variables, each with whether a Python branch asked it
+    (rather than an op's shape rule); None when one mentions something that is not an input dim."""
     parts = []
     for guard in report.guards:
         if guard.verdict is not None and guard.verdict.proven:
@@ -176,23 +196,27 @@ def _region(engine: ShapeEnv, report: GuardReport, canon: dict) -> F.Formula | N
         lifted = lift(engine, guard.condition)
         if not lifted.free_symbols <= canon.keys():
             return None
-        parts.append(F.substitute(lifted, canon))
-    return F.conj(*parts)
+        parts.append((F.substitute(lifted, canon), guard.where is None or guard.where.op is None))
+    return parts
 
 
-def _sizes(torch_env: EngineShapeEnv, canon: dict) -> dict[str, Expr]:
-    """Each input dim as a term in canonical variables; a dim declared ``32*k`` is ``32*k``, through torch's
+def symbol_terms(torch_env: EngineShapeEnv, canon: dict) -> dict[Symbol, Expr]:
+    """torch's symbols as terms in canonical variables; a dim declared ``32*k`` is ``32*k``, through torch's
     replacement of its symbol, rather than a variable of its own that could take values apart from ``k``."""
     out = {}
-    for torch_sym, sources in torch_env.var_to_sources.items():
+    for torch_sym in {**torch_env.symbol_map, **torch_env.var_to_sources}:
         term = _engine_term(torch_env, torch_env.replacements.get(torch_sym, torch_sym))
         if term is None or not term.free_symbols <= canon.keys():
             term = torch_env.symbol_map.get(torch_sym)
-        if term is None or not term.free_symbols <= canon.keys():
-            continue
-        for source in sources:
-            out[source.name] = term.xreplace(canon)
+        if term is not None and term.free_symbols <= canon.keys():
+            out[torch_sym] = term.xreplace(canon)
     return out
+
+
+def _sizes(torch_env: EngineShapeEnv, symbols: dict[Symbol, Expr]) -> dict[str, Expr]:
+    """Each input dim (by torch's source name) as a term in canonical variables."""
+    return {source.name: symbols[sym] for sym, sources in torch_env.var_to_sources.items() if sym in symbols
+            for source in sources}
 
 
 def _engine_term(torch_env: EngineShapeEnv, expr: Expr) -> Expr | None:
@@ -220,15 +244,18 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
     report = engine.produce_guards()
     seconds = time.perf_counter() - start
     canon = _canonical(engine)
-    region = None if torch_env.unmirrored else _region(engine, report, canon)
+    parts = None if torch_env.unmirrored else _region(engine, report, canon)
+    region = None if parts is None else F.conj(*(g for g, _ in parts))
     ranges = {canon[s]: info.range for s, info in engine.symbols.items() if s in canon}
     declared = {canon[s]: info.declared for s, info in engine.symbols.items() if s in canon}
     point = {canon[s].name: info.hint for s, info in engine.symbols.items() if s in canon}
-    sizes = _sizes(torch_env, canon)
+    symbols = symbol_terms(torch_env, canon)
+    sizes = _sizes(torch_env, symbols)
     if program is not None:
         _set_checks(program, getattr(program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE) + derived_dim_checks(sizes))
         label_size_asserts(program, torch_env.size_tracker)
-    return Trace(point, engine, torch_env, program, failure, report, region, sizes, ranges, declared, seconds)
+    return Trace(point, engine, torch_env, program, failure, report, region, sizes, ranges, declared, seconds,
+                 symbols, [g for g, branch in parts or () if branch])
 
 
 # ---------------------------------------------------------------------------- inputs at a point
@@ -267,21 +294,29 @@ def inputs_at(model, args: tuple, kwargs: dict | None, sizes: dict[str, int]) ->
 
 def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, timeout: float,
                    max_regions: int, max_traces: int | None = None, one_program_only: bool = False,
-                   options: dict | None = None) -> RegionSearch:
+                   options: dict | None = None, stop_at: float | None = None) -> RegionSearch:
     """Trace at points outside the regions found so far until they cover the declared ranges.
 
-    With ``one_program_only`` the search stops at the second distinct graph
-    (the caller can only use a single program valid everywhere).
+    No trace starts after ``stop_at`` (a ``time.perf_counter()`` value): the caller's time budget.
+
+    ``max_traces`` (default ``max_regions``) bounds the traces that no
+    identity merged into an earlier program; ``TRACES_PER_REGION *
+    max_regions`` bounds all of them.  With ``one_program_only`` the search
+    stops once two programs differ in a way no later trace could unify (the
+    caller can only use a single program valid everywhere).
     """
     max_traces = max_regions if max_traces is None else max_traces
+    max_total = max(max_traces, TRACES_PER_REGION * max_regions)
     search = RegionSearch([first])
+    programs = Programs(search.box, strategy, timeout)
+    programs.add(first)
     while True:
-        programs = len({t.fingerprint for t in search.traces})
-        if programs > max_regions:
+        count = len(programs.groups)
+        if count > max_regions:
             search.reason = f"more than max_regions={max_regions} distinct programs"
             break
-        if one_program_only and programs > 1:
-            search.reason = "a second, different program was needed"
+        if one_program_only and count > 1 and not programs.may_unify():
+            search.reason = f"a second, different program was needed: {programs.apart()}"
             break
         regions = [t.region for t in search.traces]
         if any(r is None for r in regions):
@@ -295,14 +330,18 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
         if not verdict.refuted:
             search.reason = f"the solver could not decide whether the regions cover the ranges ({verdict.reason})"
             break
-        if len(search.traces) >= max_traces:
-            search.reason = (f"{max_traces} traces ({programs} distinct programs) did not cover the declared "
-                             f"ranges (max_regions={max_regions})")
+        if len(search.traces) - programs.merged >= max_traces or len(search.traces) >= max_total:
+            search.reason = (f"{len(search.traces)} traces ({count} distinct programs) did not cover the "
+                             f"declared ranges (max_regions={max_regions})")
             break
-        point = {**first.point, **verdict.counterexample}
-        tied = sorted(set(verdict.counterexample) - _settable(first.sizes))
+        if stop_at is not None and time.perf_counter() >= stop_at:
+            search.reason = f"the time budget ran out after {len(search.traces)} traces"
+            break
+        counterexample = _other_side(first, regions, search.box, strategy, timeout) or verdict.counterexample
+        point = {**first.point, **counterexample}
+        tied = sorted(set(counterexample) - _settable(first.sizes))
         if tied:
-            search.reason = (f"no inputs realize {_point_str(verdict.counterexample)}: torch ties "
+            search.reason = (f"no inputs realize {_point_str(counterexample)}: torch ties "
                              f"{', '.join(tied)} to other dims")
             break
         new_args, new_kwargs = inputs_at(model, args, kwargs, input_sizes(first.sizes, point))
@@ -315,8 +354,85 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
         if found.region is None or truth(found.region, {symbol(k): v for k, v in found.point.items()}) is not True:
             search.reason = f"the trace at {_point_str(found.point)} does not hold at its own example"
             break
-    search.regions = _group(search.traces)
+        programs.add(found)
+    search.regions = _regions(programs.groups, search.box)
+    search.merges = programs.log
     return search
+
+
+class Programs:
+    """Traces grouped by a program that serves them all (``merge.serves``), in discovery order.
+
+    The first member of a group is its program.  A new trace joins the first
+    group whose program serves it; otherwise it becomes the program of every
+    group it serves entirely (merging them), or starts a group of its own.
+    """
+
+    def __init__(self, box: dict, strategy: str, timeout: float):
+        self.box, self.strategy, self.timeout = box, strategy, timeout
+        self.groups: list[list[Trace]] = []
+        self.log: list[str] = []               # one line per merge, with what it took
+        self.merged = 0                        # traces an identity merge put into an earlier program
+        self._answers: dict = {}
+
+    def serves(self, a: Trace, b: Trace) -> Merge:
+        key = (id(a), id(b))
+        if key not in self._answers:
+            self._answers[key] = serves(a, b, self.box, self.strategy, max(self.timeout, COVERAGE_TIMEOUT),
+                                        self.timeout)
+        return self._answers[key]
+
+    def add(self, t: Trace) -> None:
+        if t.fingerprint is None or t.region is None:
+            return
+        for group in self.groups:
+            answer = self.serves(group[0], t)
+            if answer.ok:
+                group.append(t)
+                self._note(group[0], t, answer)
+                self.merged += answer.reason != "identical graphs"
+                return
+        served = [g for g in self.groups if all(self.serves(t, m).ok for m in g)]
+        for g in served:
+            self._note(t, g[0], self.serves(t, g[0]))
+        self.merged += bool(served)
+        merged = [t] + [m for g in served for m in g]
+        rest = [g for g in self.groups if all(g is not s for s in served)]
+        at = self.groups.index(served[0]) if served else len(self.groups)
+        self.groups = rest[:at] + [merged] + rest[at:]
+
+    def _note(self, a: Trace, b: Trace, answer: Merge) -> None:
+        if answer.reason != "identical graphs":
+            self.log.append(f"the program traced at {_point_str(a.point)} serves the region traced at "
+                            f"{_point_str(b.point)} ({answer.reason}, {answer.seconds:.1f} s)")
+
+    def may_unify(self) -> bool:
+        """Whether a later trace might still serve every group (no difference is known to be real)."""
+        first = self.groups[0][0]
+        return all(could_unify(first, g[0]) for g in self.groups[1:])
+
+    def apart(self) -> str:
+        """Why the first two programs stay apart, both ways, for messages."""
+        a, b = self.groups[0][0], self.groups[1][0]
+        return (f"the program traced at {_point_str(a.point)} does not serve {_point_str(b.point)} "
+                f"({self.serves(a, b).reason}), nor the other way round ({self.serves(b, a).reason})")
+
+
+def _other_side(first: Trace, regions: list, box: dict, strategy: str, timeout: float) -> dict | None:
+    """A point outside ``regions`` on the other side of every Python branch of the first trace, where the
+    first trace's other guards hold (None if there is none).
+
+    With pad branches this is where every pad is taken and no size-1 edge is
+    crossed: the trace there has the most general code, and its program
+    serves most of the others.  Genuinely different paths come out early too.
+    """
+    if not first.branches:
+        return None
+    others = [g for g in (first.region.args if isinstance(first.region, F.And) else (first.region,))
+              if g not in first.branches]
+    goal = F.disj(*regions, F.neg(F.conj(*(F.neg(b) for b in first.branches), *others)))
+    verdict = prove(goal, ranges=box, strategy=strategy, timeout=timeout)
+    return verdict.counterexample if verdict.refuted else None
 
 
 def _settable(sizes: dict[str, Expr]) -> set[str]:
@@ -333,16 +449,12 @@ def _point_str(point: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in point.items())
 
 
-def _group(traces: list[Trace]) -> list[Region]:
-    """One region per distinct program, in discovery order, each made disjoint from those before it."""
-    groups: dict[str, list[Trace]] = {}
-    for t in traces:
-        if t.fingerprint is not None and t.region is not None:
-            groups.setdefault(t.fingerprint, []).append(t)
+def _regions(groups: list[list[Trace]], box: dict) -> list[Region]:
+    """One region per program, in discovery order, each made disjoint from those before it."""
     regions, before = [], F.FALSE
-    for members in groups.values():
+    for members in groups:
         union = F.disj(*(t.region for t in members))
-        regions.append(Region(members, tidy(F.conj(union, F.neg(before)), traces[0].ranges)))
+        regions.append(Region(members, tidy(F.conj(union, F.neg(before)), box)))
         before = F.disj(before, union)
     return regions
 

@@ -155,6 +155,7 @@ class _Server(ThreadingHTTPServer):
             try:
                 request.setblocking(False)
                 request.send(_BUSY)
+                request.recv(self.limits.max_body)   # closing with unread bytes would reset the 503 away
             except OSError:
                 pass
             return super().shutdown_request(request)

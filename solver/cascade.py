@@ -3,7 +3,8 @@
 Order and why: ``interval`` costs microseconds and settles most guards torch
 itself could settle; ``enumerate`` is complete and the fastest procedure on
 small boxes (about 0.1 ms for a few thousand points, with the smallest
-counterexample); ``rewrite`` normalizes ``//`` and ``%`` and settles many
+counterexample); ``probe`` evaluates the low ends of larger boxes (an
+unbounded ``u0 == 0`` fails at 0 in microseconds); ``rewrite`` normalizes ``//`` and ``%`` and settles many
 unbounded guards; ``z3`` then works on the *rewritten* problem, where the
 nested pad-to-multiple guards it gives up on in their raw form are easy;
 ``enumerate`` gets a second, larger budget for boxes too big for the first
@@ -21,6 +22,7 @@ from typing import Sequence
 
 from .enumerate import EnumerateStrategy
 from .interval import IntervalStrategy
+from .probe import ProbeStrategy
 from .problem import Deadline, Problem
 from .rewrite import RewriteStrategy, Simplified
 from .smt import Z3Strategy
@@ -49,6 +51,7 @@ class Cascade:
         self.stages = list(stages) if stages is not None else [
             IntervalStrategy(),
             EnumerateStrategy(max_points=100_000),
+            ProbeStrategy(),
             RewriteStrategy(),
             Simplified(Z3Strategy()),
             EnumerateStrategy(max_points=4_000_000),

@@ -270,3 +270,13 @@ def test_a_dynamic_dim_that_int_specializes_is_an_error_with_the_fix():
     text = str(err.value)
     assert "x.size(3)" in text and "Dim.DYNAMIC" in text and "int(x.shape[-2] / 1)" in text
     assert any(f.kind == "static" for ex in err.value.violations for f in ex.fixes)
+
+
+def test_a_time_budget_stops_the_region_search():
+    """issue 17: a caller bounds the whole search; with no time left no second trace starts."""
+    with pytest.raises(ExportError) as err:
+        shapeproof.export(Parity(), (torch.randn(4),), dynamic_shapes={"x": {0: Dim("n")}}, split=True,
+                          time_budget=0.0)
+    assert "time budget ran out after 1 traces" in str(err.value)
+    program = shapeproof.export(Parity(), (torch.randn(4),), dynamic_shapes={"x": {0: Dim("n")}}, split=True)
+    assert len(program.programs) == 2

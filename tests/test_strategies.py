@@ -116,3 +116,10 @@ def test_torch_strategy_does_not_pass_on_torchs_wrong_proofs():
 
     verdict = prove("TruncDiv(x, y) <= -4 + y", ranges={"x": (-3, -2), "y": (3, 4)}, strategy="torch")
     assert verdict.refuted and verdict.counterexample == {"x": -2, "y": 3}
+
+
+def test_probe_refutes_at_the_low_end_of_an_unbounded_range_without_search():
+    """``u0 == 0`` over [0, inf) fails at 1: the probe stage finds it in plain Python (Z3 took 30-130 ms)."""
+    verdict = prove("u0 == 0", ranges={"u0": (0, None)})
+    assert verdict.refuted and verdict.strategy == "probe" and verdict.counterexample == {"u0": 1}
+    assert prove("(32*u0) >= 2", ranges={"u0": (0, None)}).counterexample == {"u0": 0}

@@ -59,7 +59,7 @@ OVERRIDDEN_SHAPE_ENV_METHODS = {
 }
 # ShapeEnv attributes EngineShapeEnv reads (the size tracker also resets a bound symbol's var_to_range).
 READ_SHAPE_ENV_ATTRIBUTES = ["guards", "deferred_runtime_asserts", "var_to_range", "source_name_to_debug_name",
-                             "var_to_sources", "dim_constraints", "backed_var_to_val"]
+                             "var_to_sources", "dim_constraints", "backed_var_to_val", "replacements"]
 # Private ShapeEnv methods and attributes the size tracker uses (it sets and, while torch lowers runtime
 # asserts, lifts the replacements of the symbols it binds).
 CALLED_SHAPE_ENV_METHODS = {"_set_replacement": ["a", "tgt", "msg"], "_update_version_counter": []}

@@ -1,0 +1,163 @@
+"""Export time and peak memory, shapeproof.export against torch.export, side by side per case.
+
+    python -m bench.speed [--registry ../shared/corpus/cases.py] [--cases a,b] [--group hand|hf]
+                          [--timeout 600] [--no-memory] [--out DIR]
+
+Time: one fresh interpreter per case runs ``torch.export.export(strict=False)``,
+``shapeproof.export`` and ``torch.export.export`` again, and torch's better
+time counts (its first call pays for warming caches that shapeproof then
+finds warm; the second call is what torch costs once warm).  Both libraries
+are imported before the clock starts.  Memory: one more interpreter per
+(case, exporter) does that export alone and reports its peak RSS
+(``ru_maxrss``), imports included in both.
+
+Per case: both times and their ratio, the traces the region search made,
+the questions the engine asked and the solver's total time in them, both
+peak RSS and their ratio.  Writes ``speed.csv`` and ``speed.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .case_runner import DEFAULT_REGISTRY, REPO, load_registry
+
+FIELDS = ["case", "torch_s", "shapeproof_s", "ratio", "torch_status", "shapeproof_status", "traces", "queries",
+          "solver_ms", "torch_mb", "shapeproof_mb", "memory_ratio"]
+
+
+def _export(exporter: str, model, args, spec):
+    """One export; returns (status, seconds, shapeproof's ExportResult or ExportError, else None)."""
+    import torch
+
+    import shapeproof
+
+    start = time.perf_counter()
+    try:
+        if exporter == "torch":
+            torch.export.export(model, args, dynamic_shapes=spec, strict=False)
+            return "exported", time.perf_counter() - start, None
+        result = shapeproof.export_with_report(model, args, dynamic_shapes=spec)
+        return "exported", time.perf_counter() - start, result
+    except Exception as exc:  # a failing export is a row too: failing fast is measured
+        return f"failed: {type(exc).__name__}", time.perf_counter() - start, exc
+
+
+def time_case(name: str, registry: Path) -> dict:
+    import shapeproof.export  # noqa: F401  (imported before the clock, like torch.export)
+
+    model, args, spec = load_registry(registry)[name].build()
+    first = _export("torch", model, args, spec)
+    ours = _export("shapeproof", model, args, spec)
+    again = _export("torch", model, args, spec)
+    torch_s = min(first[1], again[1])
+    found = ours[2]
+    queries = getattr(getattr(found, "engine", None), "queries", None) or []
+    regions = getattr(found, "regions", None)           # a RegionSearch, or an ExportError's list of Regions
+    traces = (len(regions.traces) if hasattr(regions, "traces")
+              else sum(len(r.traces) for r in regions) if regions else 1)
+    return {"case": name, "torch_s": round(torch_s, 3), "shapeproof_s": round(ours[1], 3),
+            "ratio": round(ours[1] / torch_s, 2) if torch_s else None, "torch_status": first[0],
+            "shapeproof_status": ours[0], "traces": traces,
+            "queries": len(queries), "solver_ms": round(1000 * sum(q.seconds for q in queries), 1)}
+
+
+def peak_memory(name: str, registry: Path, exporter: str) -> float:
+    import resource
+
+    import shapeproof.export  # noqa: F401
+
+    model, args, spec = load_registry(registry)[name].build()
+    _export(exporter, model, args, spec)
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024      # KiB on Linux
+
+
+def _child(args: list[str], timeout: float) -> dict | None:
+    cmd = [sys.executable, "-m", "bench.speed", *args]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO,
+                              env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    except subprocess.TimeoutExpired:
+        return None
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+    return json.loads(lines[-1]) if lines else {"error": done.stderr[-400:]}
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| case | torch s | shapeproof s | ratio | traces | queries | solver ms | torch MB | shapeproof MB "
+             "| memory ratio | status (torch / shapeproof) |", "|---|" + "---|" * 10]
+    for r in rows:
+        lines.append("| " + " | ".join(str(r.get(k, "")) for k in (
+            "case", "torch_s", "shapeproof_s", "ratio", "traces", "queries", "solver_ms", "torch_mb",
+            "shapeproof_mb", "memory_ratio")) + f" | {r.get('torch_status')} / {r.get('shapeproof_status')} |")
+    both = [r for r in rows if r.get("torch_status") == r.get("shapeproof_status") == "exported"]
+    failed = [r for r in rows if str(r.get("torch_status", "")).startswith("failed")
+              and str(r.get("shapeproof_status", "")).startswith("failed")]
+    notes = []
+    if both:
+        ratios = [r["ratio"] for r in both]
+        notes.append(f"both export ({len(both)} cases): median ratio {statistics.median(ratios):.2f}, "
+                     f"max {max(ratios):.2f} ({max(both, key=lambda r: r['ratio'])['case']})")
+        memory = [r["memory_ratio"] for r in both if r.get("memory_ratio")]
+        if memory:
+            notes.append(f"peak RSS ratio: median {statistics.median(memory):.2f}, max {max(memory):.2f}")
+    if failed:
+        notes.append("both fail: " + ", ".join(f"{r['case']} {r['ratio']}x" for r in failed))
+    return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--registry", type=Path, default=DEFAULT_REGISTRY)
+    parser.add_argument("--cases", default="")
+    parser.add_argument("--group", default="")
+    parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "speed")
+    parser.add_argument("--time-one", help=argparse.SUPPRESS)
+    parser.add_argument("--memory-one", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.time_one:
+        print(json.dumps(time_case(args.time_one, args.registry)))
+        return 0
+    if args.memory_one:
+        print(json.dumps({"mb": peak_memory(args.memory_one[0], args.registry, args.memory_one[1])}))
+        return 0
+
+    cases = load_registry(args.registry)
+    names = [n for n in cases if (not args.cases or n in args.cases.split(","))
+             and (not args.group or cases[n].group == args.group)]
+    rows = []
+    for k, name in enumerate(names, 1):
+        common = ["--registry", str(args.registry)]
+        row = _child(["--time-one", name, *common], args.timeout) or {"case": name, "torch_status": "timeout",
+                                                                       "shapeproof_status": "timeout"}
+        if not args.no_memory and "error" not in row:
+            mb = {e: (_child(["--memory-one", name, e, *common], args.timeout) or {}).get("mb")
+                  for e in ("torch", "shapeproof")}
+            row.update(torch_mb=round(mb["torch"] or 0), shapeproof_mb=round(mb["shapeproof"] or 0),
+                       memory_ratio=round(mb["shapeproof"] / mb["torch"], 2) if mb["torch"] and mb["shapeproof"]
+                       else None)
+        rows.append({"case": name, **row})
+        print(f"[{k}/{len(names)}] {name}: torch {row.get('torch_s')} s, shapeproof {row.get('shapeproof_s')} s "
+              f"({row.get('ratio')}x)", file=sys.stderr, flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with open(args.out / "speed.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    text = table(rows)
+    (args.out / "speed.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

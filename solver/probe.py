@@ -1,0 +1,50 @@
+"""The ``probe`` strategy: look for a counterexample at a few telling points before any search.
+
+Boxes too large to enumerate (an unbounded size, ``u0 == 0`` over
+``[0, inf)``) often fail at their smallest sizes.  Evaluating the goal in
+plain Python at the low end of each range (and the high end, when there is
+one) costs microseconds, where an SMT call costs tens of milliseconds; a point
+found is re-checked like any counterexample, and nothing is ever proven here.
+"""
+from __future__ import annotations
+
+import itertools
+
+from .problem import Deadline, Problem
+from .strategy import Outcome, Strategy, check_counterexample, refuted, sample_points, unknown
+
+__all__ = ["ProbeStrategy"]
+
+_MAX_POINTS = 64
+
+
+class ProbeStrategy(Strategy):
+    name = "probe"
+    decides_floats = True       # it only evaluates, with Python's meaning
+
+    def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
+        for point in self._points(problem):
+            if deadline.expired():
+                break
+            if check_counterexample(problem, point) is None:
+                return refuted(point, "the goal fails at a probed point")
+        return unknown("no probed point fails the goal")
+
+    @staticmethod
+    def _points(problem: Problem):
+        """Small sizes first (each symbol's lowest few values and its highest), then ``sample_points``."""
+        axes = []
+        for sym in problem.symbols:
+            lo, hi = problem.ranges[sym]
+            start = lo if lo is not None else (hi - 2 if hi is not None else 0)
+            values = [v for v in (start, start + 1, start + 2) if hi is None or v <= hi]
+            if hi is not None and hi not in values:
+                values.append(hi)
+            axes.append(values)
+        seen = 0
+        for values in itertools.product(*axes):
+            if seen == _MAX_POINTS:
+                break
+            seen += 1
+            yield dict(zip(problem.symbols, values))
+        yield from sample_points(problem, count=12)

@@ -1,0 +1,155 @@
+"""Pad-to-multiple branches export as one program: the padding program serves the regions without padding.
+
+The models are the Swin pattern: ``if H % ws or W % ws: pad``, window
+partition, and ``x[:, :H, :W]`` to undo the padding, at one stage and at
+several.  Every program is compared with eager at both ends of every region
+and at shapes between, with the branch taken and not.
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+import shapeproof
+import torch
+import torch.nn.functional as F_nn
+from shapeproof.export.split import SplitProgram
+from torch.export import Dim
+
+__shapeproof_user_code__ = True
+
+
+def _windows(x, ws):
+    b, h, w, c = x.shape
+    x = x.view(b, h // ws, ws, w // ws, ws, c).permute(0, 1, 3, 2, 4, 5)
+    return x.reshape(-1, ws * ws, c)
+
+
+def _unwindows(windows, ws, b, h, w):
+    c = windows.shape[-1]
+    x = windows.view(b, h // ws, w // ws, ws, ws, c).permute(0, 1, 3, 2, 4, 5)
+    return x.reshape(b, h, w, c)
+
+
+class WindowBlock(torch.nn.Module):
+    """Attention within ws x ws windows; pads H and W to multiples of ws only when needed (Swin's block)."""
+
+    def __init__(self, c=4, ws=4):
+        super().__init__()
+        self.ws = ws
+        self.proj = torch.nn.Linear(c, c)
+
+    def forward(self, x):  # (B, H, W, C)
+        b, h, w, c = x.shape
+        ws = self.ws
+        padded = h % ws != 0 or w % ws != 0
+        if padded:
+            x = F_nn.pad(x, (0, 0, 0, (ws - w % ws) % ws, 0, (ws - h % ws) % ws))
+        hp, wp = x.shape[1], x.shape[2]
+        win = _windows(x, ws)
+        win = torch.softmax(win @ win.transpose(1, 2), -1) @ self.proj(win)
+        x = _unwindows(win, ws, b, hp, wp)
+        if padded:
+            x = x[:, :h, :w, :].contiguous()
+        return x
+
+
+class TwoStages(torch.nn.Module):
+    """Window block, patch merging (pad H and W to even only when odd), window block at half resolution."""
+
+    def __init__(self, c=4):
+        super().__init__()
+        self.stage1, self.stage2 = WindowBlock(c, 4), WindowBlock(2 * c, 2)
+        self.merge = torch.nn.Linear(4 * c, 2 * c)
+
+    def forward(self, x):
+        x = self.stage1(x)
+        h, w = x.shape[1], x.shape[2]
+        if h % 2 == 1 or w % 2 == 1:
+            x = F_nn.pad(x, (0, 0, 0, w % 2, 0, h % 2))
+        x = torch.cat([x[:, 0::2, 0::2], x[:, 1::2, 0::2], x[:, 0::2, 1::2], x[:, 1::2, 1::2]], -1)
+        return self.stage2(self.merge(x))
+
+
+class Clamped(torch.nn.Module):
+    """A window block, except that inputs no larger than a window take a genuinely different path."""
+
+    def __init__(self, c=4, ws=4):
+        super().__init__()
+        self.block = WindowBlock(c, ws)
+        self.ws = ws
+
+    def forward(self, x):
+        if min(x.shape[1], x.shape[2]) <= self.ws:
+            return x * 2
+        return self.block(x)
+
+
+def _check_against_eager(program, model, sizes, c=4):
+    module = program.module()
+    for h, w in sizes:
+        x = torch.randn(2, h, w, c)
+        with torch.no_grad():
+            assert torch.allclose(module(x), model(x), atol=1e-5), (h, w)
+
+
+SPEC = ({1: Dim("H", min=4, max=24), 2: Dim("W", min=4, max=24)},)
+# corners of the box (the region's ends), then shapes between, the pad branch taken or not
+SIZES = [(4, 4), (24, 24), (4, 24), (24, 4), (8, 8), (12, 20), (16, 16), (5, 7), (9, 16), (13, 22), (23, 5)]
+
+
+def test_window_partition_with_a_pad_branch_exports_as_one_program():
+    model = WindowBlock().eval()
+    result = shapeproof.export_with_report(model, (torch.randn(2, 8, 12, 4),), dynamic_shapes=SPEC)
+    assert isinstance(result.program, torch.export.ExportedProgram)
+    search = result.regions
+    assert search.covered and len(search.regions) == 1 and len(search.traces) > 1
+    assert search.merges                      # the padding program serves the traces without padding
+    _check_against_eager(result.program, model, SIZES)
+
+
+def test_pad_branches_at_several_stages_export_as_one_program():
+    """Three pad branches (window, merge to even, window at half size) over H; W needs none of them."""
+    model = TwoStages().eval()
+    result = shapeproof.export_with_report(model, (torch.randn(2, 8, 12, 4),),
+                                           dynamic_shapes=({1: Dim("H", min=4, max=40)},))
+    assert isinstance(result.program, torch.export.ExportedProgram)
+    assert result.regions.covered and len(result.regions.regions) == 1 and len(result.regions.merges) >= 2
+    heights = (4, 40, 5, 6, 7, 8, 9, 10, 11, 12, 21, 26, 39)     # ends, then each pad taken or not
+    _check_against_eager(result.program, model, [(h, 12) for h in heights])
+
+
+def test_split_package_holds_only_the_programs_no_identity_unifies():
+    model = Clamped().eval()
+    package = shapeproof.export(model, (torch.randn(2, 8, 12, 4),), dynamic_shapes=SPEC, split=True)
+    assert isinstance(package, SplitProgram) and len(package.programs) == 2
+    _check_against_eager(package, model, SIZES + [(5, 4), (4, 9), (5, 5)])
+
+
+def test_without_split_a_genuinely_different_path_fails_fast_with_the_regions():
+    model = Clamped().eval()
+    start = time.perf_counter()
+    with pytest.raises(shapeproof.ExportError) as info:
+        shapeproof.export(model, (torch.randn(2, 8, 12, 4),), dynamic_shapes=SPEC)
+    seconds = time.perf_counter() - start
+    assert "a second, different program was needed" in str(info.value)
+    assert len(info.value.regions) == 2 and seconds < 60
+
+
+def test_the_serving_program_accepts_the_inputs_of_the_regions_it_serves():
+    """Its trace guarded ``T > 10``; its input checks and ranges must not keep that guard."""
+
+    class Above(torch.nn.Module):
+        def forward(self, x):
+            t = x.shape[1]
+            if t > 10:
+                x = x[:, :t].clone()
+            return x * 2
+
+    spec = ({1: Dim("T", min=2, max=40)},)
+    result = shapeproof.export_with_report(Above(), (torch.randn(2, 20),), dynamic_shapes=spec)
+    assert len(result.regions.merges) == 1 and len(result.regions.traces) == 2
+    module = result.program.module()
+    for t in (2, 5, 10, 11, 40):
+        x = torch.randn(2, t)
+        assert torch.equal(module(x), x * 2), t
