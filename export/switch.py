@@ -39,10 +39,13 @@ _exporting = contextvars.ContextVar("shapeproof_exporting", default=False)
 
 
 @contextlib.contextmanager
-def engine(strategy: str = "cascade", split: bool = False, max_regions: int = 8) -> Iterator[None]:
+def engine(strategy: str = "cascade", split: bool = False, max_regions: int = 8,
+           time_budget: float | None = None) -> Iterator[None]:
     """Within the block, ``torch.export.export``/``draft_export`` export with shapeproof's engine.
 
-    ``strategy``, ``split`` and ``max_regions`` are ``shapeproof.export``'s.
+    ``strategy``, ``split``, ``max_regions`` and ``time_budget`` are
+    ``shapeproof.export``'s, applied to every export the block runs (the
+    budget bounds each export's region search, not the block).
     ``strict=True`` is traced non-strict (with a warning), as in
     ``shapeproof.export``.  With ``split=True`` a model that needs several
     programs comes back as a ``SplitProgram``, which only callers that accept
@@ -50,7 +53,7 @@ def engine(strategy: str = "cascade", split: bool = False, max_regions: int = 8)
     a failing guard as torch's does: it raises ``ExportError``; the program it
     returns carries an empty draft-export report (nothing was assumed).
     """
-    options = dict(strategy=strategy, split=split, max_regions=max_regions)
+    options = dict(strategy=strategy, split=split, max_regions=max_regions, time_budget=time_budget)
     saved = {name: getattr(torch.export, name) for name in ("export", "draft_export")}
 
     def run(name: str, mod, args, kwargs, **export_kwargs) -> Any:

@@ -20,6 +20,13 @@ def _even_batch():
     return EvenBatch().eval(), (torch.randn(4, 3),), ({0: Dim("B", min=2, max=9)},)
 
 
+class Parity(torch.nn.Module):
+    def forward(self, x):                    # two programs: n even, n odd
+        if x.size(0) % 2 == 0:
+            return x * 2
+        return x + 1
+
+
 def _torch_functions():
     return torch.export.export, torch.export.draft_export
 
@@ -30,6 +37,16 @@ def test_inside_the_block_torch_export_is_shapeproofs_and_raises_its_error():
         with pytest.raises(ExportError) as info:
             torch.export.export(model, args, dynamic_shapes=spec)
     assert info.value.violations[0].counterexample == {"B": 3}
+
+
+def test_the_blocks_options_reach_every_export_it_runs():
+    """split, max_regions and time_budget are shapeproof.export's: with no time left no second trace starts."""
+    spec = {"x": {0: Dim("n")}}
+    with shapeproof.engine(split=True):
+        assert len(torch.export.export(Parity(), (torch.randn(4),), dynamic_shapes=spec).programs) == 2
+    with shapeproof.engine(split=True, time_budget=0.0), pytest.raises(ExportError) as info:
+        torch.export.export(Parity(), (torch.randn(4),), dynamic_shapes=spec)
+    assert "time budget ran out after 1 traces" in str(info.value)
 
 
 def test_leaving_the_block_restores_torch_exactly_even_after_an_error():
