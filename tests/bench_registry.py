@@ -2,17 +2,18 @@
 
 ``pad_to_multiple`` is rejected by torch.export 2.13 and exported by
 shapeproof; ``even_batch`` has a guard that really fails (B = 3), so both
-exporters fail on it.  Self-contained: bench loads it by path in subprocesses.
+exporters fail on it.  The models are export_cases'; bench loads this file by
+path in subprocesses, so it puts its own folder on ``sys.path``.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
-import torch
-import torch.nn.functional as F
-from torch import nn
-from torch.export import Dim
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from export_cases import CASES as EXPORT_CASES, even_batch  # noqa: E402
 
 
 @dataclass
@@ -24,32 +25,7 @@ class Case:
     alt_dims: list | None = None
 
 
-class PadToMultiple(nn.Module):
-    def __init__(self, n=4, d=8):
-        super().__init__()
-        self.n = n
-        self.proj = nn.Linear(n * d, d)
-
-    def forward(self, x):                    # (B, T, D)
-        x = F.pad(x, (0, 0, 0, (-x.shape[1]) % self.n))
-        b, t, d = x.shape
-        return self.proj(x.reshape(b, t // self.n, self.n * d))
-
-
-class EvenBatch(nn.Module):
-    def forward(self, x):
-        return x.view(x.shape[0] // 2, 2 * x.shape[1])
-
-
-def _pad():
-    torch.manual_seed(0)
-    spec = ({0: Dim("B", min=1, max=8), 1: Dim("T", min=5, max=1024)},)
-    return PadToMultiple().eval(), (torch.randn(2, 50, 8),), spec
-
-
-def _even():
-    return EvenBatch(), (torch.randn(4, 3),), ({0: Dim("B", min=2, max=9)},)
-
-
-CASES = {"pad_to_multiple": Case("pad_to_multiple", "hand", "pad to a multiple of 4, reshape", _pad),
-         "even_batch": Case("even_batch", "hand", "view(B // 2, ...) with odd B in range", _even)}
+CASES = {"pad_to_multiple": Case("pad_to_multiple", "hand", "pad to a multiple of 4, reshape",
+                                 next(c for c in EXPORT_CASES if c.name == "pad_to_multiple").build),
+         "even_batch": Case("even_batch", "hand", "view(B // 2, ...) with odd B in range",
+                            even_batch)}

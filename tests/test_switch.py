@@ -6,18 +6,9 @@ from torch.export import Dim
 import shapeproof
 from shapeproof.export import ExportError
 
-from export_cases import CASES
+from export_cases import CASES, even_batch as _even_batch
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
-
-
-class EvenBatch(torch.nn.Module):
-    def forward(self, x):                    # needs an even B: a guard that really fails at B = 3
-        return x.view(x.shape[0] // 2, 2 * x.shape[1])
-
-
-def _even_batch():
-    return EvenBatch().eval(), (torch.randn(4, 3),), ({0: Dim("B", min=2, max=9)},)
 
 
 class Parity(torch.nn.Module):
