@@ -88,9 +88,12 @@ def test_aot_inductor_compiles_and_runs_the_program(tmp_path):
     path = torch._inductor.aoti_compile_and_package(program, package_path=str(tmp_path / "pad.pt2"))
     compiled = torch._inductor.aoti_load_package(path)
     assert len(case.sweep) >= 3 and {"T": 5, "B": 1} in case.sweep and {"T": 1024, "B": 8} in case.sweep
+    diffs = []
     for dims in case.sweep:
         inputs = case.make_inputs(dims)
         with torch.no_grad():
             got, expected = compiled(*inputs), model(*inputs)
         assert got.shape == expected.shape, dims
-        assert torch.allclose(got, expected, rtol=TOLERANCE, atol=TOLERANCE), dims
+        diffs.append(float((got - expected).abs().max()))
+    assert max(diffs) < TOLERANCE, list(zip(map(str, case.sweep), diffs))
+    print(f"AOTInductor vs eager, max abs difference at {case.sweep}: {diffs}")
