@@ -78,8 +78,8 @@ def cmd_prove(args) -> int:
     except (ParseError, ValueError) as exc:
         raise BadInput(str(exc)) from None
     if args.json:
-        print(json.dumps({"status": v.status.value, "counterexample": v.counterexample, "strategy": v.strategy,
-                          "seconds": v.seconds, "reason": v.reason}))
+        print(json.dumps({"status": v.status.value, "counterexample": v.counterexample,
+                          "strategy": v.strategy, "seconds": v.seconds, "reason": v.reason}))
     else:
         print(f"{v.status.value}: {args.guard}")
         if v.counterexample:
@@ -134,14 +134,15 @@ def cmd_explain(args) -> int:
               "messages)", file=sys.stderr)
         return BAD_INPUT
     if args.json:
-        print(json.dumps([{"guard": found.guard, "kind": found.kind, **ex.to_dict()} for found, ex in results]))
+        print(json.dumps([{"guard": found.guard, "kind": found.kind, **ex.to_dict()}
+                          for found, ex in results]))
     else:
         for found, ex in results:
             print(f"from torch: {found.line[:200]}")
             print(ex.text, end="\n\n")
         counts = {s: sum(ex.status == s for _, ex in results) for s in ("proven", "refuted", "unknown")}
-        print(f"{len(results)} guard(s): {counts['proven']} hold for every value in range, {counts['refuted']} "
-              f"fail (counterexample above), {counts['unknown']} undecided")
+        print(f"{len(results)} guard(s): {counts['proven']} hold for every value in range, "
+              f"{counts['refuted']} fail (counterexample above), {counts['unknown']} undecided")
     return OK if all(ex.status == "proven" for _, ex in results) else FAILED
 
 
@@ -185,7 +186,8 @@ def load_factory(spec: str):
 def _export(args):
     from shapeproof.torch_extra import require_torch
 
-    require_torch("shapeproof export")     # before the model's module: its own `import torch` would fail first
+    # before the model's module: its own `import torch` would fail first
+    require_torch("shapeproof export")
     import shapeproof
 
     model, inputs, spec = load_factory(args.model)
@@ -208,10 +210,12 @@ def cmd_export(args) -> int:
         if hasattr(program, "predicates"):
             print(f"SplitProgram with {len(program.programs)} region(s):")
             for pred, member in zip(program.predicates, program.programs):
-                print(f"  region {pred}:\n" + "\n".join("    " + line for line in program_summary(member).splitlines()))
+                print(f"  region {pred}:\n"
+                      + "\n".join("    " + line for line in program_summary(member).splitlines()))
         else:
             print(program_summary(program))
-        print(f"\nexported in {result.seconds:.1f} s; {len(result.discharged)} guard(s) discharged by the engine")
+        print(f"\nexported in {result.seconds:.1f} s; {len(result.discharged)} guard(s) discharged by the "
+              "engine")
         for warning in result.warnings:
             print(f"note: {warning}")
         if args.save:
@@ -255,7 +259,8 @@ def _port(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="shapeproof", description=__doc__.splitlines()[0],
-                                     epilog="exit codes: 0 proven/exported, 1 refuted/unknown/failed, 2 bad input")
+                                     epilog="exit codes: 0 proven/exported, 1 refuted/unknown/failed, 2 bad "
+                                     "input")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("prove", help="prove or refute a guard over ranges (exit 1 when refuted or unknown)")
@@ -267,7 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_prove)
 
-    p = sub.add_parser("explain", help="explain every guard in torch.export's error text, a log file, or - (stdin)")
+    p = sub.add_parser("explain",
+                       help="explain every guard in torch.export's error text, a log file, or - (stdin)")
     p.add_argument("source")
     p.add_argument("--strategy", default="cascade")
     p.add_argument("--timeout", type=_seconds, default=2.0, help="seconds per solver call")
@@ -279,7 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=helptext)
         p.add_argument("model", metavar="module:factory")
         p.add_argument("--strategy", default="cascade")
-        p.add_argument("--split", action="store_true", help="export one program per region of shape-dependent code")
+        p.add_argument("--split", action="store_true",
+                       help="export one program per region of shape-dependent code")
         if name == "export":
             p.add_argument("--save", type=Path)
             p.add_argument("--report", type=Path)

@@ -155,7 +155,8 @@ def compare(ep, model, args) -> str:
     if len(got) != len(expected):
         return "mismatch"
     for g, e in zip(got, expected):
-        if g.shape != e.shape or not torch.allclose(g.float(), e.float(), rtol=1e-4, atol=1e-4, equal_nan=True):
+        if g.shape != e.shape or not torch.allclose(g.float(), e.float(), rtol=1e-4, atol=1e-4,
+                                                    equal_nan=True):
             return "mismatch"
     return "match"
 
@@ -254,14 +255,16 @@ def _query_stats(row: dict, engine, name: str, log_dir: Path | None) -> None:
         row["query_log"] = str(write_log(engine.queries, log_dir / f"{name}__{row['strategy']}.jsonl"))
 
 
-def run_case(name: str, registry: Path, exporter: str, strategy: str = "cascade", log_dir: Path | None = None) -> dict:
+def run_case(name: str, registry: Path, exporter: str, strategy: str = "cascade",
+             log_dir: Path | None = None) -> dict:
     import torch
 
     warnings.filterwarnings("ignore")
     torch.manual_seed(0)
     case = load_registry(registry)[name]
     model, args, spec = case.build()
-    row = {"case": name, "group": case.group, "pattern": case.pattern, "exporter": exporter, "strategy": strategy}
+    row = {"case": name, "group": case.group, "pattern": case.pattern, "exporter": exporter,
+           "strategy": strategy}
     start = time.perf_counter()
     try:
         ep, result = _export(exporter, model, args, spec, strategy)
@@ -310,8 +313,8 @@ def _one(name: str, exporter: str, args, strategy: str | None = None, log_dir: P
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, cwd=REPO,
                               env={**os.environ, "PYTHONWARNINGS": "ignore"})
     except subprocess.TimeoutExpired:
-        return {"case": name, "exporter": exporter, "strategy": strategy or args.strategy, "status": "timeout",
-                "seconds": args.timeout}
+        return {"case": name, "exporter": exporter, "strategy": strategy or args.strategy,
+                "status": "timeout", "seconds": args.timeout}
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     if not lines:
         return {"case": name, "exporter": exporter, "strategy": strategy or args.strategy, "status": "error",
@@ -323,7 +326,8 @@ def differential(row: dict) -> str:
     checks = row.get("checks") or []
     if not checks:
         return ""
-    counts = {k: sum(c["result"] == k for c in checks) for k in ("match", "mismatch", "rejects_valid", "eager_fails")}
+    counts = {k: sum(c["result"] == k for c in checks)
+              for k in ("match", "mismatch", "rejects_valid", "eager_fails")}
     text = f"{counts['match']}/{len(checks)} match"
     for key in ("mismatch", "rejects_valid", "eager_fails"):
         if counts[key]:
@@ -335,7 +339,8 @@ def summary_cell(row: dict | None) -> str:
     if row is None:
         return ""
     if row["status"] == "exported":
-        regions = f", {len(row['regions'])} region(s) from {row['traces']} traces" if row.get("regions") else ""
+        regions = (f", {len(row['regions'])} region(s) from {row['traces']} traces" if row.get("regions")
+                   else "")
         return f"OK ({differential(row)}{regions})"
     if row["status"] == "failed" and row.get("violations") is not None:
         parts = []
@@ -368,17 +373,19 @@ def write_outputs(rows: list[dict], out: Path, exporters: list[str]) -> str:
     lines = [header, "|---|" + "---|" * (len(exporters) + 1)]
     for case, per in by_case.items():
         cells = [summary_cell(per.get(e)) for e in exporters]
-        times = " / ".join(f"{per[e]['seconds']:.1f}" if e in per and "seconds" in per[e] else "-" for e in exporters)
+        times = " / ".join(f"{per[e]['seconds']:.1f}" if e in per and "seconds" in per[e] else "-"
+                           for e in exporters)
         lines.append(f"| {case} | " + " | ".join(cells) + f" | {times} |")
     totals = []
     for e in exporters:
         ok = sum(1 for per in by_case.values() if per.get(e, {}).get("status") == "exported")
         totals.append(f"{e}: {ok}/{len(by_case)} exported")
-    both = [per for per in by_case.values() if all(per.get(e, {}).get("status") == "exported" for e in exporters)]
+    both = [per for per in by_case.values()
+            if all(per.get(e, {}).get("status") == "exported" for e in exporters)]
     if len(exporters) == 2 and both:
         ratios = [per[exporters[1]]["seconds"] / per[exporters[0]]["seconds"] for per in both]
-        totals.append(f"median export-time ratio {exporters[1]}/{exporters[0]} over {len(both)} cases both export: "
-                      f"{statistics.median(ratios):.2f}")
+        totals.append(f"median export-time ratio {exporters[1]}/{exporters[0]} over {len(both)} cases both "
+                      f"export: {statistics.median(ratios):.2f}")
     mismatches = [(r["case"], r["exporter"]) for r in rows if "mismatch" in differential(r)]
     totals.append(f"mismatches against eager: {mismatches or 'none'}")
     table = "\n".join(lines) + "\n\n" + "\n".join(f"- {t}" for t in totals) + "\n"
@@ -404,7 +411,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     if args.one:
-        print(json.dumps(run_case(args.one, args.registry, args.exporter, args.strategy, args.log_dir), default=str))
+        print(json.dumps(run_case(args.one, args.registry, args.exporter, args.strategy, args.log_dir),
+                         default=str))
         return 0
     cases = load_registry(args.registry)
     names = [n for n in cases if (not args.cases or n in args.cases.split(","))

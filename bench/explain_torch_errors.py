@@ -64,7 +64,8 @@ def main(argv=None) -> int:
     parser.add_argument("--scan", type=int, default=4096)
     args = parser.parse_args(argv)
     rows, wrong = [], 0
-    print("| case | mode | guards | proven | refuted | unknown | counterexample valid | proofs brute-forced | wrong |")
+    print("| case | mode | guards | proven | refuted | unknown | counterexample valid | proofs brute-forced "
+          "| wrong |")
     print("|---|---|---|---|---|---|---|---|---|")
     for line in args.errors.read_text().splitlines():
         entry = json.loads(line)

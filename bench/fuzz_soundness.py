@@ -117,7 +117,8 @@ def _compile(node):
     if isinstance(node, ast.Call) and not node.keywords:
         func = node.func
         name = func.id if isinstance(func, ast.Name) else (
-            f"{func.value.id}.{func.attr}" if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+            f"{func.value.id}.{func.attr}" if isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
             else None)
         if name in _CALLS:
             fn, args = _CALLS[name], [_compile(a) for a in node.args]
@@ -174,7 +175,8 @@ class Generator:
         return rng.choice([
             f"math.floor({scale}*float({a}))", f"int({a} * {scale})", f"math.ceil({a} / 16)",
             f"math.ceil({a} / 3)", f"math.floor({a} / {b})", f"math.trunc(float({a}) * 0.1 * 3)",
-            f"math.ceil(float({a}) * {scale} * {b})", f"math.floor({a} / {scale})", f"int({a} / {b} * {scale})",
+            f"math.ceil(float({a}) * {scale} * {b})", f"math.floor({a} / {scale})",
+            f"int({a} / {b} * {scale})",
         ])
 
     def relation(self, syms, depth: int) -> str:
@@ -230,14 +232,16 @@ def _box(ranges):
 def _sample_points(ranges, rng: random.Random, count: int):
     """Points of an unbounded box: ends, small values, and large magnitudes up to 2**62."""
     names = list(ranges)
-    specials = [0, 1, -1, 2, -2, 3, 7, 16, 17, 100, -100, 2 ** 31, 2 ** 53 + 1, 2 ** 57 + 15, 10 ** 18, 2 ** 62]
+    specials = [0, 1, -1, 2, -2, 3, 7, 16, 17, 100, -100, 2 ** 31, 2 ** 53 + 1, 2 ** 57 + 15, 10 ** 18,
+                2 ** 62]
     specials += [-v for v in specials]
     points = []
     for _ in range(count):
         point = {}
         for name in names:
             lo, hi = ranges[name]
-            pick = rng.choice(specials) if rng.random() < 0.6 else rng.randint(-(2 ** rng.randint(1, 62)), 2 ** 62)
+            pick = (rng.choice(specials) if rng.random() < 0.6
+                    else rng.randint(-(2 ** rng.randint(1, 62)), 2 ** 62))
             if lo is not None and pick < lo:
                 pick = lo + abs(pick) % 50
             if hi is not None and pick > hi:
@@ -310,7 +314,8 @@ def run(queries: int, seed: int, timeout: float, progress: bool = False) -> Tall
             tally.parse_errors += 1
             continue
         except Exception as exc:  # noqa: BLE001 - counting them is the point
-            tally.exceptions.append((goal, ranges, facts, "".join(traceback.format_exception_only(exc)).strip()))
+            tally.exceptions.append((goal, ranges, facts,
+                                     "".join(traceback.format_exception_only(exc)).strip()))
             continue
         finally:
             elapsed = time.perf_counter() - start
@@ -339,8 +344,9 @@ def table(t: Tally, timeout: float) -> str:
         ("exceptions other than ParseError", len(t.exceptions)),
         (f"calls past 2x timeout + 1 s ({2 * timeout + 1:.1f} s)", len(t.late)),
         ("ParseError (bad input, expected)", t.parse_errors),
-        ("proven", t.verdicts["proven"]), ("refuted", t.verdicts["refuted"]), ("unknown", t.verdicts["unknown"]),
-        ("time p50 ms", f"{pct(0.5):.2f}"), ("time p90 ms", f"{pct(0.9):.2f}"), ("time p99 ms", f"{pct(0.99):.2f}"),
+        ("proven", t.verdicts["proven"]), ("refuted", t.verdicts["refuted"]),
+        ("unknown", t.verdicts["unknown"]), ("time p50 ms", f"{pct(0.5):.2f}"),
+        ("time p90 ms", f"{pct(0.9):.2f}"), ("time p99 ms", f"{pct(0.99):.2f}"),
         ("time max ms", f"{1000 * times[-1]:.1f}" if times else "0"),
     ]
     lines = ["| measure | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]

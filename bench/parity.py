@@ -1,6 +1,7 @@
 """Parity with torch.export: every case of ``tests/parity_cases.py`` under torch.export and shapeproof.export.
 
-    python -m bench.parity [--only substring] [--group G] [--timeout S] [--csv path] [--jobs 1] [--probes full]
+    python -m bench.parity [--only substring] [--group G] [--timeout S] [--csv path] [--jobs 1]
+                           [--probes full]
 
 Each case runs in its own process, with a timeout (forked from a server that
 has torch and shapeproof imported, so a case costs its exports, not an
@@ -145,7 +146,8 @@ class Layout:
         return self.names[leaf] if dim is None else f"{self.names[leaf]}.size({dim})"
 
     def inputs(self, sizes, values: dict | None = None, seed: int = 0):
-        """(args, kwargs) of fresh tensors with the given slot sizes; ``values`` fixes one-element integer leaves."""
+        """(args, kwargs) of fresh tensors with the given slot sizes; ``values`` fixes one-element integer
+        leaves."""
         import torch
         import torch.utils._pytree as pytree
 
@@ -175,7 +177,8 @@ def _readable(path, params: list[str]) -> str:
 
 
 def _fresh(like, shape, gen, value=None):
-    """A new tensor of ``shape`` with ``like``'s dtype and plausible values (integers keep their value range)."""
+    """A new tensor of ``shape`` with ``like``'s dtype and plausible values (integers keep their value
+    range)."""
     import torch
 
     if like.dtype == torch.bool:
@@ -207,7 +210,8 @@ def program_dims(program, layout: Layout) -> dict | None:
     value_at = {}
     for (path, _), spec in zip(flat, specs):
         node = nodes.get(getattr(spec.arg, "name", None))
-        value_at[pytree.keystr(path)] = node.meta.get("val") if node is not None else getattr(spec.arg, "value", None)
+        value_at[pytree.keystr(path)] = (node.meta.get("val") if node is not None
+                                         else getattr(spec.arg, "value", None))
 
     def expr(size):
         if isinstance(size, torch.SymInt):
@@ -237,7 +241,8 @@ def _at(expr, symbol, value) -> int:
 
 
 def slot_range(expr, ranges) -> tuple[int | None, int | None] | None:
-    """The values a slot takes over its program's range constraints; None when not an expression of one symbol."""
+    """The values a slot takes over its program's range constraints; None when not an expression of one
+    symbol."""
     if isinstance(expr, int):
         return expr, expr
     if len(expr.free_symbols) != 1:
@@ -274,7 +279,8 @@ def symbol_examples(dims: dict, layout: Layout) -> dict:
 # ---------------------------------------------------------------------------------------------- probes
 
 def probes(layout: Layout, programs: dict, level: str) -> list[tuple]:
-    """Probe points ``(sizes, values)``: from each program's symbols, one dim off the example, other int values."""
+    """Probe points ``(sizes, values)``: from each program's symbols, one dim off the example, other int
+    values."""
     import torch
 
     full = level == "full"
@@ -326,7 +332,8 @@ def _sizes(dims, layout, assign) -> tuple:
     out = []
     for slot, example in zip(layout.slots, layout.example):
         e = dims.get(slot, example)
-        out.append(e if isinstance(e, int) else int(e.xreplace(subs)) if e.free_symbols <= subs.keys() else example)
+        out.append(e if isinstance(e, int) else int(e.xreplace(subs)) if e.free_symbols <= subs.keys()
+                   else example)
     return tuple(out)
 
 
@@ -426,7 +433,8 @@ def run_case(case, level: str = "full") -> dict:
     if all(o.error is not None for o in outcomes.values()):
         names = spec_names(model, args, kwargs, spec)
         row["checklist"] = {e: error_checklist(str(o.error), names) for e, o in outcomes.items()}
-        missing = [k for k in CHECKLIST if row["checklist"]["torch"][k] and not row["checklist"]["shapeproof"][k]]
+        missing = [k for k in CHECKLIST if row["checklist"]["torch"][k]
+                   and not row["checklist"]["shapeproof"][k]]
         if missing:
             sp = row["shapeproof"]
             problems.append(("less_informative",
@@ -444,13 +452,16 @@ def run_case(case, level: str = "full") -> dict:
                 problems.append(("harness", f"cannot map {e}'s placeholders to the inputs"))
                 continue
             programs[e] = (dims, dict(o.program.range_constraints))
-    ranges = {e: {slot: slot_range(dims[slot], rc) for slot in layout.slots} for e, (dims, rc) in programs.items()}
+    ranges = {e: {slot: slot_range(dims[slot], rc) for slot in layout.slots}
+              for e, (dims, rc) in programs.items()}
     if len(programs) == 2:
-        row["ranges"] = {layout.slot_name(slot): [ranges[e][slot] for e in EXPORTERS] for slot in layout.slots}
+        row["ranges"] = {layout.slot_name(slot): [ranges[e][slot] for e in EXPORTERS]
+                         for slot in layout.slots}
         for slot in layout.slots:
             rt, rs = (ranges[e][slot] for e in EXPORTERS)
             if rt is not None and rs is not None and not contains(rs, rt):
-                problems.append(("narrower_range", f"{layout.slot_name(slot)}: torch {_fmt(rt)}, shapeproof {_fmt(rs)}"))
+                problems.append(("narrower_range",
+                                 f"{layout.slot_name(slot)}: torch {_fmt(rt)}, shapeproof {_fmt(rs)}"))
 
     row["probes"] = []
     if programs:
@@ -478,13 +489,16 @@ def _probe(model, outcomes, ranges, inputs, sizes, layout, problems) -> dict:
             kind = "eager_mismatch" if e == "shapeproof" else "torch_eager_mismatch"
             problems.append((kind, f"{e}'s program at {where}: {why}"))
     if entry.get("torch") == "ok" and "shapeproof" in entry and entry["shapeproof"] != "ok":
-        problems.append(("narrower_acceptance", f"at {where} torch's program runs, shapeproof's: {entry['shapeproof']}"))
+        problems.append(("narrower_acceptance",
+                         f"at {where} torch's program runs, shapeproof's: {entry['shapeproof']}"))
     # without torch's program to compare with: a guard that rejects valid inputs inside the program's own
     # ranges must at least be reported (README: every guard a program keeps is decided or reported)
     sp = outcomes["shapeproof"]
     if ("torch" not in ranges and "shapeproof" in ranges and status == "ok" and entry["shapeproof"] != "ok"
-            and not isinstance(sizes, str) and not sp.warnings and _inside(ranges["shapeproof"], layout, sizes)):
-        problems.append(("silent_narrowing", (f"at {where} eager runs, inside shapeproof's ranges, its program: "
+            and not isinstance(sizes, str) and not sp.warnings
+            and _inside(ranges["shapeproof"], layout, sizes)):
+        problems.append(("silent_narrowing",
+                         (f"at {where} eager runs, inside shapeproof's ranges, its program: "
                                               f"{entry['shapeproof']}, and the export warned nothing")))
     return entry
 
@@ -495,7 +509,8 @@ def _inside(slot_ranges: dict, layout, sizes) -> bool:
 
 
 def _private_module(program):
-    """``program.module()`` with buffers of its own: ``module()`` shares the program's, which a call may mutate."""
+    """``program.module()`` with buffers of its own: ``module()`` shares the program's, which a call may
+    mutate."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return copy.deepcopy(program.module())
@@ -517,14 +532,16 @@ def _fmt(rng) -> str:
 # ---------------------------------------------------------------------------------------------- driver
 
 def _warm_up() -> None:
-    """One tiny export with each exporter, so that neither pays the other's lazy initialization in the timings."""
+    """One tiny export with each exporter, so that neither pays the other's lazy initialization in the
+    timings."""
     import torch
 
     class Tiny(torch.nn.Module):
         def forward(self, x):
             return x * 2
 
-    case = type("Warm", (), {"build": lambda self: (Tiny(), (torch.randn(3),), {}, ({0: torch.export.Dim("n")},)),
+    case = type("Warm", (),
+                {"build": lambda self: (Tiny(), (torch.randn(3),), {}, ({0: torch.export.Dim("n")},)),
                              "context": lambda self: contextlib.nullcontext()})()
     for exporter in EXPORTERS:
         export_with(exporter, case)
@@ -561,7 +578,8 @@ def run_isolated(name: str, group: str, level: str, timeout: float, ctx) -> dict
         process.kill()
         process.join()
     if row is None:
-        why = "timeout" if time.perf_counter() - start >= timeout else f"harness (exit code {process.exitcode})"
+        why = ("timeout" if time.perf_counter() - start >= timeout
+               else f"harness (exit code {process.exitcode})")
         row = {"case": name, "group": group, "source": "", "problems": [[why.split()[0], why]]}
     row["wall_seconds"] = round(time.perf_counter() - start, 2)
     return row
@@ -596,7 +614,8 @@ def table(rows: list[dict]) -> str:
         label = f"**{g}**" if g == "all" else g
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("")
-    for title, wanted in (("Problems:", lambda k: k in MUST_BE_ZERO), ("Information:", lambda k: k not in MUST_BE_ZERO)):
+    for title, wanted in (("Problems:", lambda k: k in MUST_BE_ZERO),
+                          ("Information:", lambda k: k not in MUST_BE_ZERO)):
         section = []
         for r in sorted(rows, key=lambda r: (r["group"], r["case"])):
             shown = [(k, d) for k, d in r.get("problems", []) if wanted(k)]
@@ -608,8 +627,10 @@ def table(rows: list[dict]) -> str:
     for status in ("exported", "failed"):
         medians = []
         for e in EXPORTERS:
-            times = sorted((r.get(e) or {}).get("seconds", 0) for r in rows if (r.get(e) or {}).get("status") == status)
-            medians.append(f"{e} {times[len(times) // 2]:.2f} s (max {times[-1]:.2f}, n={len(times)})" if times
+            times = sorted((r.get(e) or {}).get("seconds", 0) for r in rows
+                           if (r.get(e) or {}).get("status") == status)
+            medians.append(f"{e} {times[len(times) // 2]:.2f} s (max {times[-1]:.2f}, n={len(times)})"
+                           if times
                            else f"{e} -")
         label = "exports that succeed" if status == "exported" else "exports that fail"
         lines.append(f"median export time, {label}: " + ", ".join(medians))
@@ -651,7 +672,9 @@ def main(argv=None) -> int:
     cases = load_cases()
     names = [n for n, c in cases.items() if args.only in n and (not args.group or c.group == args.group)]
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["torch", "torch.export", "torch._dynamo", "shapeproof.export", REGISTRY_MODULE])
+    ctx.set_forkserver_preload(["torch", "torch.export", "torch._dynamo", "shapeproof.export",
+                                REGISTRY_MODULE])
+
     def describe(row: dict) -> str:
         status = " / ".join((row.get(e) or {}).get("status", "-") for e in EXPORTERS)
         bad = sorted({kind for kind, _ in row.get("problems", []) if kind in MUST_BE_ZERO})

@@ -35,8 +35,8 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-MESSAGE = ("Not all values of T = L['x'].size()[1] in the specified range T <= 1024 satisfy the generated guard "
-           "((L['x'].size()[1] + ((16 + (-1)*(L['x'].size()[1] % 16)) % 16)) // 16) != 1.")
+MESSAGE = ("Not all values of T = L['x'].size()[1] in the specified range T <= 1024 satisfy the generated "
+           "guard ((L['x'].size()[1] + ((16 + (-1)*(L['x'].size()[1] % 16)) % 16)) // 16) != 1.")
 
 EASY = [  # (path, body, expected status)
     ("/prove", {"goal": "((2*T*T) // T) == 2*T", "ranges": {"T": [2, 4096]}}, 200),
@@ -245,12 +245,15 @@ def main(argv=None) -> int:
     print(f"mixed: {len(results)} requests ({len(MALFORMED)} malformed kinds) from {args.clients} clients in "
           f"{wall:.1f} s ({len(results) / wall:.0f}/s); statuses "
           f"{dict(sorted(by_status.items(), key=lambda kv: str(kv[0])))}")
-    print(f"mixed latency ms: median {statistics.median(ms):.1f}, p99 {_pct(ms, 0.99):.1f}, max {max(ms):.1f}")
+    print(f"mixed latency ms: median {statistics.median(ms):.1f}, p99 {_pct(ms, 0.99):.1f}, "
+          f"max {max(ms):.1f}")
     for kind, jobs in (("easy", EASY), ("moderate", MODERATE), ("malformed", MALFORMED + [HUGE])):
         some = [seconds * 1000 for job, _, seconds in results if job in jobs]
-        print(f"  {kind}: {len(some)} requests, median {statistics.median(some):.1f} ms, max {max(some):.1f} ms")
+        print(f"  {kind}: {len(some)} requests, median {statistics.median(some):.1f} ms, max {max(some):.1f} "
+              "ms")
     print()
-    print(f"| under load ({args.expensive} expensive clients, {args.clients} easy, {args.seconds:g} s) | value |")
+    print(f"| under load ({args.expensive} expensive clients, {args.clients} easy, {args.seconds:g} s) | "
+          "value |")
     print("| --- | --- |")
     print(f"| easy alone ({args.clients} clients, {args.seconds / 2:g} s): p50 / p99 / max | "
           f"{_pct(alone_ms, 0.5):.0f} ms / {_pct(alone_ms, 0.99):.0f} ms / {max(alone_ms):.0f} ms |")
@@ -266,13 +269,15 @@ def main(argv=None) -> int:
     print(f"| easy answered *unknown* (stopped at the time limit) | {max(0, easy_stopped)} |")
     print(f"| expensive requests answered (timeout 1 s) | {len(heavy_s)}, slowest {max(heavy_s):.2f} s |")
     print(f"| idle connection closed by the server | {closed} after {idle_s:.1f} s |")
-    print(f"| memory RSS / PSS at start | {mem_start[0]:.0f} MB / {mem_start[1]:.0f} MB ({mem_start[2]} processes) |")
+    print(f"| memory RSS / PSS at start | {mem_start[0]:.0f} MB / {mem_start[1]:.0f} MB ({mem_start[2]} "
+          "processes) |")
     print(f"| memory RSS / PSS at peak | {load['peak'][0]:.0f} MB / {load['peak'][1]:.0f} MB "
           f"({load['peak'][2]} processes) |")
-    print(f"| memory RSS / PSS after | {mem_after[0]:.0f} MB / {mem_after[1]:.0f} MB ({mem_after[2]} processes, "
-          f"{settled:.0f} s after the load) |")
+    print(f"| memory RSS / PSS after | {mem_after[0]:.0f} MB / {mem_after[1]:.0f} MB ({mem_after[2]} "
+          f"processes, {settled:.0f} s after the load) |")
     print(f"| 5xx responses | {five} |")
-    print(f"| unexpected status or dropped | {len(errors)}" + (f" e.g. {errors[:3]}" if errors else "") + " |")
+    print(f"| unexpected status or dropped | {len(errors)}" + (f" e.g. {errors[:3]}" if errors else "")
+          + " |")
     print(f"| server still serving after the run | {alive} |")
     ok = (not errors and alive and five == 0 and closed and _pct(easy_ms, 0.99) <= 1000
           and mem_after[0] - mem_start[0] <= 50)

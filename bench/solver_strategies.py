@@ -67,8 +67,9 @@ def run(guards: list[dict], strategy: str, timeout: float) -> list[dict]:
         start = time.perf_counter()
         verdict = prove(guard["text"], ranges=guard["ranges"], strategy=strategy, timeout=timeout)
         wall = time.perf_counter() - start
-        rows.append({"guard": i, "strategy": strategy, "status": verdict.status.value, "judged": judge(guard, verdict),
-                     "by": verdict.strategy, "ms": wall * 1000, "truth": guard["holds"]})
+        rows.append({"guard": i, "strategy": strategy, "status": verdict.status.value,
+                     "judged": judge(guard, verdict), "by": verdict.strategy, "ms": wall * 1000,
+                     "truth": guard["holds"]})
     return rows
 
 

@@ -29,8 +29,8 @@ from pathlib import Path
 
 from .case_runner import DEFAULT_REGISTRY, REPO, load_registry
 
-FIELDS = ["case", "torch_s", "shapeproof_s", "ratio", "torch_status", "shapeproof_status", "traces", "queries",
-          "solver_ms", "torch_mb", "shapeproof_mb", "memory_ratio"]
+FIELDS = ["case", "torch_s", "shapeproof_s", "ratio", "torch_status", "shapeproof_status", "traces",
+          "queries", "solver_ms", "torch_mb", "shapeproof_mb", "memory_ratio"]
 
 
 def _export(exporter: str, model, args, spec):
@@ -91,12 +91,13 @@ def _child(args: list[str], timeout: float) -> dict | None:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| case | torch s | shapeproof s | ratio | traces | queries | solver ms | torch MB | shapeproof MB "
-             "| memory ratio | status (torch / shapeproof) |", "|---|" + "---|" * 10]
+    lines = ["| case | torch s | shapeproof s | ratio | traces | queries | solver ms | torch MB | shapeproof "
+             "MB | memory ratio | status (torch / shapeproof) |", "|---|" + "---|" * 10]
     for r in rows:
         lines.append("| " + " | ".join(str(r.get(k, "")) for k in (
             "case", "torch_s", "shapeproof_s", "ratio", "traces", "queries", "solver_ms", "torch_mb",
-            "shapeproof_mb", "memory_ratio")) + f" | {r.get('torch_status')} / {r.get('shapeproof_status')} |")
+            "shapeproof_mb", "memory_ratio"))
+            + f" | {r.get('torch_status')} / {r.get('shapeproof_status')} |")
     both = [r for r in rows if r.get("torch_status") == r.get("shapeproof_status") == "exported"]
     failed = [r for r in rows if str(r.get("torch_status", "")).startswith("failed")
               and str(r.get("shapeproof_status", "")).startswith("failed")]
@@ -143,10 +144,12 @@ def main(argv=None) -> int:
             mb = {e: (_child(["--memory-one", name, e, *common], args.timeout) or {}).get("mb")
                   for e in ("torch", "shapeproof")}
             row.update(torch_mb=round(mb["torch"] or 0), shapeproof_mb=round(mb["shapeproof"] or 0),
-                       memory_ratio=round(mb["shapeproof"] / mb["torch"], 2) if mb["torch"] and mb["shapeproof"]
+                       memory_ratio=round(mb["shapeproof"] / mb["torch"], 2) if mb["torch"]
+                       and mb["shapeproof"]
                        else None)
         rows.append({"case": name, **row})
-        print(f"[{k}/{len(names)}] {name}: torch {row.get('torch_s')} s, shapeproof {row.get('shapeproof_s')} s "
+        print(f"[{k}/{len(names)}] {name}: torch {row.get('torch_s')} s, shapeproof "
+              f"{row.get('shapeproof_s')} s "
               f"({row.get('ratio')}x)", file=sys.stderr, flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     with open(args.out / "speed.csv", "w", newline="") as f:

@@ -169,7 +169,8 @@ def plots(rows: list[dict], columns: list[str], out: Path) -> list[Path]:
     ax2.bar(columns, narrow, bottom=full, color="#e3b341")
     ax2.set_title(f"Models exported, of {len({r['case'] for r in rows})}", fontsize=10)
     ax2.legend(handles=[Patch(color="#2e9d5b", label="whole declared range (torch.export: grey)"),
-                        Patch(color="#e3b341", label="narrower (rejects valid shapes)")], fontsize=8, loc="lower right")
+                        Patch(color="#e3b341", label="narrower (rejects valid shapes)")], fontsize=8,
+                        loc="lower right")
     fig.tight_layout()
     decided_png = out / "decided.png"
     fig.savefig(decided_png, dpi=110)
@@ -184,7 +185,8 @@ def plots(rows: list[dict], columns: list[str], out: Path) -> list[Path]:
         xs = [i + k * width for i, c in enumerate(cases) if c in values]
         ax.bar(xs, [values[c] for c in cases if c in values], width=width, label=strategy)
     ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(cases))], cases, rotation=60, ha="right", fontsize=7)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(cases))], cases, rotation=60, ha="right",
+                  fontsize=7)
     ax.set_ylabel("export time / torch.export")
     ax.set_title("Export time relative to torch.export (models both export)")
     ax.legend(fontsize=8, ncol=len(ratios))
@@ -199,13 +201,14 @@ def write(rows: list[dict], columns: list[str], out: Path) -> str:
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "results.jsonl", "w") as f:
         f.writelines(json.dumps(r, default=str) + "\n" for r in rows)
-    fields = ["case", "strategy", "status", "seconds", "total", "proven", "refuted", "unknown", "ms_median", "ms_p95",
-              "differential", "error"]
+    fields = ["case", "strategy", "status", "seconds", "total", "proven", "refuted", "unknown", "ms_median",
+              "ms_p95", "differential", "error"]
     with open(out / "results.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
         for r in rows:
-            writer.writerow({**r, **(r.get("queries") or {}), "strategy": _label(r), "differential": differential(r)})
+            writer.writerow({**r, **(r.get("queries") or {}), "strategy": _label(r),
+                             "differential": differential(r)})
     text = summary(rows, columns) + "\n" + table(rows, columns)
     (out / "table.md").write_text(text)
     plots(rows, columns, out)

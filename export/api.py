@@ -8,12 +8,13 @@ from dataclasses import dataclass, field
 import torch
 from torch.export import ExportedProgram
 
-from shapeproof.shapes import DimKind, GuardReport, ShapeEnv
-from shapeproof.shapes.records import Query
-from shapeproof.solver.api import DEFAULT_TIMEOUT
+from shapeproof.shapes import DimKind, GuardReport, Query, ShapeEnv
+from shapeproof.solver import DEFAULT_TIMEOUT
+from shapeproof.tracer import strategy_named
 from shapeproof.tracer.engine_env import TorchDataDependentError
 
 from .errors import ExportError
+from .narrow import widest_single_program
 from .regions import (
     TRACES_PER_REGION, RegionSearch, python_guard, search_regions, set_input_checks, trace, variable_sources,
 )
@@ -24,6 +25,8 @@ __all__ = ["export", "export_with_report", "ExportResult", "suggest_dynamic_shap
 
 # region predicates in an error message are cut to this many characters (all of them are in error.regions)
 REGION_WIDTH = 400
+# the least time a failed export may spend looking for a narrower range that one program serves
+NARROWING_SECONDS = 30.0
 
 
 @dataclass
@@ -59,8 +62,9 @@ def _data_dependent_cause(exc: BaseException | None) -> TorchDataDependentError 
     return None
 
 
-def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dynamic_shapes=None,
-                       strict: bool = False, preserve_module_call_signature: tuple[str, ...] = (),
+def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *,
+                       dynamic_shapes=None, strict: bool = False,
+                       preserve_module_call_signature: tuple[str, ...] = (),
                        prefer_deferred_runtime_asserts_over_guards: bool = False, strategy="cascade",
                        timeout: float = DEFAULT_TIMEOUT, split: bool = False, max_regions: int = 8,
                        time_budget: float | None = None) -> ExportResult:
@@ -73,7 +77,9 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
     spec = normalize_spec(dynamic_shapes, model, args, kwargs)
     start = time.perf_counter()
     stop_at = None if time_budget is None else start + time_budget
-    first = trace(model, args, kwargs, spec, strategy, timeout, options)
+    # "torch": torch's own reasoning, which the solvers know only if asked
+    chosen = strategy_named(strategy)
+    first = trace(model, args, kwargs, spec, chosen, timeout, options)
     data_dependent = _data_dependent_cause(first.failure)
     if data_dependent is not None:
         raise data_dependent.with_traceback(None) from None
@@ -83,17 +89,18 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
         return ExportResult(program, first.engine, report, time.perf_counter() - start, name, search,
                             list(warnings))
 
-    def error(notes=(), regions=()):
+    def error(notes=(), regions=(), narrowing=None):
         return ExportError(report, [first.engine.explain(v) for v in report.violations],
                            first.engine.notes + list(notes), first.failure, engine=first.engine,
-                           seconds=time.perf_counter() - start, model_name=name, regions=list(regions))
+                           seconds=time.perf_counter() - start, model_name=name, regions=list(regions),
+                           narrowing=narrowing)
 
     if report.specialized:
         raise error() from first.failure
     if report.violations:
         if first.program is None:
             raise error() from first.failure
-        search = _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split,
+        search = _search(model, args, kwargs, spec, first, chosen, timeout, max_regions, split,
                          one_program_only=not split, options=options, stop_at=stop_at)
         if search.covered and len(search.regions) == 1:
             # one program serves every trace: the violated guards only chose between code paths that
@@ -101,7 +108,15 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
             return result(_serving(search), search)
         if search.covered and split:
             return result(split_program(model, first, search), search)
-        raise error(_region_notes(search, split), search.regions) from first.failure
+        narrowing = None
+        if not split and len(search.traces) > 1:
+            # without a budget of the caller's, narrowing may take as long again as the export so far
+            # (at least NARROWING_SECONDS): a failing export reports within about twice its own time
+            now = time.perf_counter()
+            until = stop_at if stop_at is not None else now + max(now - start, NARROWING_SECONDS)
+            narrowing = widest_single_program(model, args, kwargs, spec, first, search, strategy=strategy,
+                                              timeout=timeout, options=options, stop_at=until)
+        raise error(_region_notes(search, split), search.regions, narrowing) from first.failure
     if first.failure is not None:
         raise first.failure
     notes = _unproven_note(report, strategy) + _unread_note(first)
@@ -109,7 +124,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
     if report.restrictions:
         # torch.export keeps these as input checks; other traces may show that the program serves more
         # (a check over named dims may then become the whole region of the program, hence the longer search)
-        search = _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split,
+        search = _search(model, args, kwargs, spec, first, chosen, timeout, max_regions, split,
                          one_program_only=not split and not _named_relations(first.engine, report),
                          options=options, stop_at=stop_at)
         if search.covered and len(search.regions) == 1:
@@ -187,13 +202,14 @@ def _unread_note(first) -> list[str]:
 
 
 def _unproven_note(report: GuardReport, strategy: str) -> list[str]:
-    """Guards the strategy could neither prove nor refute stay as input checks: say so, not silently narrow."""
+    """Guards the strategy could neither prove nor refute stay as input checks: say so, not silently
+    narrow."""
     if not report.unproven:
         return []
     shown = "; ".join(str(g.condition) for g in report.unproven[:3])
     more = f" (+{len(report.unproven) - 3} more)" if len(report.unproven) > 3 else ""
-    return [f"strategy {strategy!r} could not decide {len(report.unproven)} guard(s); the program checks them on "
-            f"its inputs and may reject shapes inside the declared ranges: {shown}{more}"]
+    return [f"strategy {strategy!r} could not decide {len(report.unproven)} guard(s); the program checks "
+            f"them on its inputs and may reject shapes inside the declared ranges: {shown}{more}"]
 
 
 def _region_notes(search: RegionSearch, split: bool) -> list[str]:
@@ -233,6 +249,9 @@ def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, d
     program serves, up to exact identities, adds no program).  ``time_budget``
     (seconds) bounds the whole search: no trace starts after it is spent, and
     the answer is what the traces so far support (the error says so).
+    Without ``split``, a failed search then looks for the widest range one
+    program serves, verified (``error.narrowing``; ``suggest_dynamic_shapes``
+    applies it), within ``time_budget``, else about the time spent so far.
     """
     deferred = prefer_deferred_runtime_asserts_over_guards
     return export_with_report(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict,
@@ -248,8 +267,11 @@ def suggest_dynamic_shapes(error: ExportError, dynamic_shapes):
     Uses the report's combined fix (one per dim, verified to satisfy every
     violated guard at once) when there is one; otherwise the best fix of each
     violation (the one keeping the most of the declared range), intersected
-    per dim.
+    per dim.  When one program serves a wider part of the ranges than the
+    first trace's guards (``error.narrowing``, verified), that is applied.
     """
+    if error.narrowing is not None:
+        return apply_fixes(dynamic_shapes, error.narrowing.fixes)
     if error.report.combined_fixes is not None:
         return apply_fixes(dynamic_shapes, error.report.combined_fixes)
     fixes = [next(f for f in ex.fixes if f.kind != "rewrite") for ex in error.violations

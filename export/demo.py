@@ -55,7 +55,8 @@ def main(argv=None) -> int:
     warnings.filterwarnings("ignore", category=FutureWarning)
 
     model, inputs, spec = example()
-    print("Model: AudioEncoder (4x strided-conv subsampling, pad-to-multiple frame stacking, rel-pos attention)")
+    print("Model: AudioEncoder (4x strided-conv subsampling, pad-to-multiple frame stacking, rel-pos "
+          "attention)")
     print(f"Input: features {tuple(inputs[0].shape)}, dynamic_shapes: {spec}\n")
     if not args.skip_torch:
         print(f"torch.export.export(strict=False): {_try_torch(model, inputs, spec)}\n")

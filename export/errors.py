@@ -17,12 +17,15 @@ class ExportError(Exception):
     the fixes.  ``engine`` (the ``ShapeEnv`` of the trace), ``seconds`` and
     ``model_name`` let ``shapeproof.export.html.write_report`` draw the failure.
     ``regions`` are the ``Region``s a region search found before it stopped
-    (each with its whole predicate and the traces behind it).
+    (each with its whole predicate and the traces behind it).  ``narrowing``,
+    when set, is the widest verified restriction of the ranges that one
+    program serves (``narrow.Narrowing``).
     """
 
     def __init__(self, report: GuardReport, violations: list[Explanation], notes: list[str],
                  cause: BaseException | None = None, *, engine: ShapeEnv | None = None,
-                 seconds: float | None = None, model_name: str = "", regions: list | None = None):
+                 seconds: float | None = None, model_name: str = "", regions: list | None = None,
+                 narrowing=None):
         self.report = report
         self.violations = violations
         self.notes = notes
@@ -31,17 +34,20 @@ class ExportError(Exception):
         self.seconds = seconds
         self.model_name = model_name
         self.regions = regions or []
+        self.narrowing = narrowing
         super().__init__(self._message())
 
     def _message(self) -> str:
         n = len(self.violations) + len(self.report.specialized)
-        lines = [f"shapeproof could not export: {n} requirement(s) of the traced program do not hold for every "
-                 "input in the declared ranges."]
+        lines = [f"shapeproof could not export: {n} requirement(s) of the traced program do not hold for "
+                 "every input in the declared ranges."]
         for source, size, declared in self.report.specialized:
-            lines.append(f"\n- {source} is declared dynamic {declared} but the example input has size {size}, "
-                         "which torch.export specializes to a constant. Use an example with a size >= 2 there.")
+            lines.append(f"\n- {source} is declared dynamic {declared} but the example input has size "
+                         f"{size}, which torch.export specializes to a constant. Use an example with a size "
+                         ">= 2 there.")
         for ex in self.violations[:_MAX_LISTED]:
-            dims = ", ".join(f"{d.path} = {d.name}" if d.name != d.path else d.path for d in ex.dims) or "inputs"
+            dims = ", ".join(f"{d.path} = {d.name}" if d.name != d.path else d.path
+                             for d in ex.dims) or "inputs"
             lines.append(f"\n- {dims}: the program needs {ex.condition}")
             if ex.where and ex.where.get("file"):
                 lines.append(f"    from {ex.where['file']}:{ex.where['line']}: {ex.where['code']}"
@@ -62,8 +68,12 @@ class ExportError(Exception):
             lines.append(f"\n... and {len(self.violations) - _MAX_LISTED} more (see error.violations)")
         combined = self.report.combined_fixes
         if combined:
-            lines.append("\nTogether, verified to satisfy all of the above: " + "; ".join(f.description for f in combined))
-        lines.append("\nshapeproof.suggest_dynamic_shapes(error, dynamic_shapes) applies "
-                     + ("that combined fix." if combined else "the best fix of each."))
+            lines.append("\nTogether, verified to satisfy all of the above: "
+                         + "; ".join(f.description for f in combined))
+        if self.narrowing is not None:
+            lines.append(f"\nWider: {self.narrowing.describe()}")
+        applied = ("that wider restriction." if self.narrowing is not None
+                   else "that combined fix." if combined else "the best fix of each.")
+        lines.append("\nshapeproof.suggest_dynamic_shapes(error, dynamic_shapes) applies " + applied)
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)

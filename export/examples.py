@@ -37,7 +37,8 @@ class ConvSubsampling(nn.Module):
 
 
 class FrameStacking(nn.Module):
-    """Stack ``n`` consecutive frames (frame-rate reduction); the sequence is padded to a multiple of ``n``."""
+    """Stack ``n`` consecutive frames (frame-rate reduction); the sequence is padded to a multiple of
+    ``n``."""
 
     def __init__(self, d: int, n: int):
         super().__init__()
@@ -65,7 +66,8 @@ class RelPositionAttention(nn.Module):
 
     def positions(self, t: int, device) -> torch.Tensor:
         rel = torch.arange(t - 1, -t, -1, device=device, dtype=torch.float32)      # T-1 ... -(T-1)
-        inv = torch.exp(torch.arange(0, self.d, 2, device=device, dtype=torch.float32) * (-math.log(1e4) / self.d))
+        inv = torch.exp(torch.arange(0, self.d, 2, device=device, dtype=torch.float32)
+                        * (-math.log(1e4) / self.d))
         ang = rel[:, None] * inv[None]
         return torch.cat([ang.sin(), ang.cos()], dim=-1)                           # (2T-1, D)
 
@@ -78,7 +80,8 @@ class RelPositionAttention(nn.Module):
     def forward(self, x):                      # (B, T, D)
         b, t, d = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.heads, self.dk).unbind(2)
-        p = self.pos(self.positions(t, x.device)).view(-1, self.heads, self.dk).transpose(0, 1)   # (h, 2T-1, dk)
+        # (h, 2T-1, dk)
+        p = self.pos(self.positions(t, x.device)).view(-1, self.heads, self.dk).transpose(0, 1)
         ac = (q + self.bias_u).transpose(1, 2) @ k.permute(0, 2, 3, 1)                        # (B, h, T, T)
         bd = self.rel_shift((q + self.bias_v).transpose(1, 2) @ p.transpose(-1, -2))[..., :t]
         att = torch.softmax((ac + bd) / math.sqrt(self.dk), dim=-1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shapeproof.shapes.html_report import render_html
+from shapeproof.shapes import render_html
 
 from .api import ExportResult
 from .errors import ExportError
@@ -32,8 +32,8 @@ def write_report(outcome: ExportResult | ExportError, path, title: str | None = 
         raise TypeError(f"write_report takes an ExportResult or an ExportError, not {type(outcome).__name__}")
     model = outcome.model_name
     page = render_html(engine, outcome.report, title=title or f"{model or 'model'}: shapeproof export report",
-                       model=model, exported=exported, seconds=outcome.seconds, program=program, failure=failure,
-                       notes=notes)
+                       model=model, exported=exported, seconds=outcome.seconds, program=program,
+                       failure=failure, notes=notes)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")

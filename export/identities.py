@@ -36,8 +36,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
-from shapeproof.solver import formula as F
-from shapeproof.solver.terms import Mod
+from shapeproof import solver as F      # the solver's facade: conditions and terms
+from shapeproof.solver import Mod
+from shapeproof.tracer.torch_internals import op_schema
 
 __all__ = ["Rewrite", "Rule", "RULES", "OpView", "arguments"]
 
@@ -53,7 +54,7 @@ class Rewrite:
 
 def arguments(node: torch.fx.Node) -> dict:
     """An op node's arguments by schema name, defaults filled in (positional and keyword alike)."""
-    schema = node.target._schema.arguments
+    schema = op_schema(node.target).arguments
     values = {a.name: a.default_value if a.has_default_value() else None for a in schema}
     values.update(zip((a.name for a in schema), node.args))
     values.update(node.kwargs)

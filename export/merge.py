@@ -18,7 +18,7 @@ metadata; B's hold on B's region (that is what B's trace established), and
 A's are proven equal to B's node by node, which makes them exact there too.
 Identities that copy (``pad``, ``contiguous``...) are only used where the
 input is contiguous on B's region and no op of either graph writes in place
-(see ``identities.py``).  Everything is decided by ``solver.api.prove`` with
+(see ``identities.py``).  Everything is decided by ``solver.prove`` with
 B's region as the fact; an undecided question means no merge.
 """
 from __future__ import annotations
@@ -28,11 +28,9 @@ import time
 from dataclasses import dataclass, field
 
 import torch
-from shapeproof.solver import formula as F
-from shapeproof.solver.api import DEFAULT_TIMEOUT, prove
-from shapeproof.solver.evaluate import truth
-from shapeproof.solver.terms import symbol
-from shapeproof.tracer.torch_internals import OpOverload
+from shapeproof import solver as F      # the solver's facade: conditions and questions
+from shapeproof.solver import DEFAULT_TIMEOUT, prove, symbol, truth
+from shapeproof.tracer.torch_internals import OpOverload, op_schema
 from sympy import Integer
 
 from .identities import RULES, OpView, arguments
@@ -79,7 +77,7 @@ class _Normal:
 
 
 def _mutates(graph: torch.fx.Graph) -> bool:
-    return any(isinstance(n.target, OpOverload) and n.target._schema.is_mutable
+    return any(isinstance(n.target, OpOverload) and op_schema(n.target).is_mutable
                for n in graph.nodes if n.op == "call_function")
 
 
@@ -149,7 +147,7 @@ class _Normalizer:
         args = _arguments(node, rewrite.inputs if rewrite is not None else None)
         key = (str(node.target), self.encode(args, syms, uses), _dtypes(node))
         side_effect = not isinstance(node.meta.get("val"), (torch.Tensor, list, tuple)) or (
-            isinstance(node.target, OpOverload) and node.target._schema.is_mutable)
+            isinstance(node.target, OpOverload) and op_schema(node.target).is_mutable)
         self.refs[node] = ("op", len(self.entries))
         self.entries.append((key, syms, node, uses, side_effect))
 

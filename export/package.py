@@ -40,6 +40,7 @@ import zipfile
 from dataclasses import dataclass
 
 import torch
+from shapeproof.tracer.torch_internals import sympy_functions
 from torch.export.pt2_archive import constants as pt2
 
 __all__ = ["Caps", "PackageError", "check_guard_code", "check_member", "check_sympy_text", "open_archive",
@@ -73,9 +74,11 @@ def open_archive(source, caps: Caps, what: str) -> tuple[zipfile.ZipFile, dict[s
     total = 0
     for info in infos:
         if info.file_size > caps.max_entry:
-            raise PackageError(f"{what}: {info.filename} unpacks to {info.file_size} bytes (at most {caps.max_entry})")
+            raise PackageError(f"{what}: {info.filename} unpacks to {info.file_size} bytes (at most "
+                               f"{caps.max_entry})")
         if info.file_size > 1 << 20 and info.file_size > caps.max_ratio * max(info.compress_size, 1):
-            raise PackageError(f"{what}: {info.filename} unpacks {info.file_size // max(info.compress_size, 1)}"
+            raise PackageError(f"{what}: {info.filename} unpacks "
+                               f"{info.file_size // max(info.compress_size, 1)}"
                                f"-fold (at most {caps.max_ratio}): a zip bomb")
         total += info.file_size
     if total > caps.max_total:
@@ -127,8 +130,10 @@ def check_member(data: bytes, caps: Caps, what: str) -> None:
         for legacy in (f"{pt2.WEIGHTS_DIR}{model}.pt", f"{pt2.CONSTANTS_DIR}{model}.pt"):
             if legacy in files:
                 raise PackageError(f"{what}: {legacy} is a pickle (legacy format)")
-        weights, constants, graph = (read_json(archive, entries, root + name.format(model), caps, what) for name in (
-            pt2.WEIGHTS_CONFIG_FILENAME_FORMAT, pt2.CONSTANTS_CONFIG_FILENAME_FORMAT, pt2.MODELS_FILENAME_FORMAT))
+        weights, constants, graph = (read_json(archive, entries, root + name.format(model), caps, what)
+                                     for name in (
+            pt2.WEIGHTS_CONFIG_FILENAME_FORMAT, pt2.CONSTANTS_CONFIG_FILENAME_FORMAT,
+            pt2.MODELS_FILENAME_FORMAT))
         _check_payloads(weights, what, constants=False)
         _check_payloads(constants, what, constants=True)
         _check_model(graph, what)
@@ -137,8 +142,8 @@ def check_member(data: bytes, caps: Caps, what: str) -> None:
             try:
                 loaded = torch.load(io.BytesIO(archive.read(inputs)), weights_only=True)
             except Exception as exc:  # noqa: BLE001 - what the safe unpickler refuses, torch retries unsafely
-                raise PackageError(f"{what}: its sample inputs need the full unpickler ({type(exc).__name__})") \
-                    from None
+                raise PackageError(f"{what}: its sample inputs need the full unpickler "
+                                   f"({type(exc).__name__})") from None
             if not isinstance(loaded, (tuple, dict)):
                 raise PackageError(f"{what}: its sample inputs are a {type(loaded).__name__}")
 
@@ -179,15 +184,15 @@ def _check_model(model, what: str) -> None:
 
 # ---------------------------------------------------------------------------- text torch evaluates
 
-_SYMPY_FUNCTIONS = frozenset(torch.utils._sympy.functions.__all__) | {
+_SYMPY_FUNCTIONS = frozenset(sympy_functions.__all__) | {
     "Symbol", "Integer", "Rational", "Float", "Add", "Mul", "Pow", "Mod", "Max", "Min", "Abs", "floor",
     "ceiling", "Eq", "Ne", "Lt", "Le", "Gt", "Ge", "Equality", "Unequality", "StrictLessThan",
     "StrictGreaterThan", "LessThan", "GreaterThan", "And", "Or", "Not", "Piecewise", "ExprCondPair",
     "IntInfinity", "NegativeIntInfinity", "BooleanTrue", "BooleanFalse"}
 _GUARD_FUNCTIONS = frozenset({"min", "max", "abs", "int", "float"}) | frozenset(
     name for name in torch.fx.experimental.symbolic_shapes.SYMPY_INTERP if name not in ("math", "torch"))
-_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.USub, ast.UAdd, ast.Not,
-              ast.And, ast.Or, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.USub, ast.UAdd,
+              ast.Not, ast.And, ast.Or, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d{1,3})?")
 _MAX_INT = 2 ** 64
@@ -237,7 +242,8 @@ def check_sympy_text(text, what: str = "package") -> None:
             return children
         if _number(node) or (isinstance(node, ast.Name) and _NAME.fullmatch(node.id)):
             return []
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _SYMPY_FUNCTIONS:
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in _SYMPY_FUNCTIONS):
             args = list(node.args)
             if args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
                 pattern = {"Symbol": _NAME, "Float": _FLOAT}.get(node.func.id)
@@ -278,10 +284,12 @@ def _input_size(node: ast.AST) -> bool:
             return False
         node = node.value
     if not (isinstance(node, ast.Call) and not node.args and not node.keywords
-            and isinstance(node.func, ast.Attribute) and node.func.attr in ("size", "stride", "storage_offset")):
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("size", "stride", "storage_offset")):
         return False
     node = node.func.value
     while isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and (
-            type(node.slice.value) is int or (isinstance(node.slice.value, str) and _NAME.fullmatch(node.slice.value))):
+            type(node.slice.value) is int
+            or (isinstance(node.slice.value, str) and _NAME.fullmatch(node.slice.value))):
         node = node.value
     return isinstance(node, ast.Name) and node.id == "L"

@@ -15,8 +15,7 @@ import operator
 
 import sympy
 import torch
-from shapeproof.solver import formula as F
-from shapeproof.solver.terms import FloorDiv, Max, Min, Mod
+from shapeproof import solver as F      # the solver's facade: conditions and the node table
 from shapeproof.tracer.sympy_bridge import UnsupportedExpression, to_term
 from sympy import Expr, Integer
 
@@ -47,16 +46,21 @@ def _dim(d: int, shape: tuple) -> int:
     return d + len(shape) if d < 0 else d
 
 
+# Integer nodes by what the graph calls them: Python's operators by the node table's ``infix``
+# column, torch's ``sym_*`` functions by its ``names`` column.
+_DIVISION = {row.infix: row.cls for row in F.TABLE.values() if row.kind is F.Kind.DIVISION and row.infix}
+_CHOICE = F.rows_named(F.Kind.CHOICE)
+
 # FX targets of symbolic integer/boolean arithmetic, each with its exact term (Python semantics)
 _SYM_OPS = {
     operator.add: _binary(operator.add),
     operator.sub: _binary(operator.sub),
     operator.mul: _binary(operator.mul),
-    operator.floordiv: _binary(FloorDiv),
-    operator.mod: _binary(Mod),
+    operator.floordiv: _binary(_DIVISION["//"]),
+    operator.mod: _binary(_DIVISION["%"]),
     operator.neg: lambda read, node: -read.value(node.args[0]),
-    torch.sym_max: _binary(Max),
-    torch.sym_min: _binary(Min),
+    torch.sym_max: _binary(_CHOICE[torch.sym_max.__name__].cls),
+    torch.sym_min: _binary(_CHOICE[torch.sym_min.__name__].cls),
     torch.sym_sum: lambda read, node: sympy.Add(*(read.value(a) for a in node.args[0])),
     operator.eq: _compare("=="), operator.ne: _compare("!="), operator.lt: _compare("<"),
     operator.le: _compare("<="), operator.gt: _compare(">"), operator.ge: _compare(">="),

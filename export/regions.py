@@ -30,14 +30,10 @@ from functools import cached_property
 
 import sympy
 import torch
-from shapeproof.shapes import GuardReport, ShapeEnv
-from shapeproof.shapes.report import lift
-from shapeproof.solver import formula as F
-from shapeproof.solver.api import prove, simplify
-from shapeproof.solver.bounds import Bounds
-from shapeproof.solver.evaluate import evaluate_term, truth
-from shapeproof.solver.guard_code import guard_code
-from shapeproof.solver.terms import divisors, symbol
+from shapeproof.shapes import GuardReport, ShapeEnv, lift
+from shapeproof.tracer.torch_internals import pytree
+from shapeproof import solver as F      # the solver's facade: conditions, questions, guard code
+from shapeproof.solver import Bounds, divisors, evaluate_term, guard_code, prove, simplify, symbol, truth
 from shapeproof.tracer.engine_env import EngineShapeEnv, engine_tracing
 from shapeproof.tracer.size_asserts import label_size_asserts
 from shapeproof.tracer.torch_internals import EXPORTED_PROGRAM_GUARDS_ATTRIBUTE
@@ -108,6 +104,7 @@ class RegionSearch:
     covered: bool = False
     reason: str = ""                   # why the search stopped without covering the ranges
     merges: list[str] = field(default_factory=list)   # programs found to serve other traces' regions
+    programs: Programs | None = None                   # the traces grouped by the program serving them
 
     @property
     def box(self) -> dict[Symbol, tuple]:
@@ -125,9 +122,10 @@ class RegionSearch:
         return lines
 
 
-def _canonical(engine: ShapeEnv) -> dict[Symbol, Symbol]:
+def canonical(engine: ShapeEnv) -> dict[Symbol, Symbol]:
     """Input dims the user sets; symbols the engine derived (``T = 4*k``) are lifted away first."""
-    return {s: symbol(info.label) for s, info in engine.symbols.items() if info.backed and s not in engine.derived}
+    return {s: symbol(info.label) for s, info in engine.symbols.items() if info.backed
+            and s not in engine.derived}
 
 
 def tidy(f: F.Formula, box: dict) -> F.Formula:
@@ -145,7 +143,8 @@ def tidy(f: F.Formula, box: dict) -> F.Formula:
 
     def atom(r: F.Rel):
         normal = simplify(r, box)
-        positive = normal if not (isinstance(normal, F.Rel) and normal.op in ("!=", ">", ">=")) else F.neg(normal)
+        positive = normal if not (isinstance(normal, F.Rel)
+                                  and normal.op in ("!=", ">", ">=")) else F.neg(normal)
         flip = positive is not normal
         if positive not in atoms:
             atoms[positive] = (sympy.Symbol(f"_a{len(atoms)}"), _undivided(F.neg(r) if flip else r, bounds))
@@ -178,7 +177,8 @@ def tidy(f: F.Formula, box: dict) -> F.Formula:
 
 
 def _undivided(r: F.Formula, bounds: Bounds) -> F.Formula:
-    """``r`` without the cancelled divisors the box keeps away from zero (they cannot make it undefined there)."""
+    """``r`` without the cancelled divisors the box keeps away from zero (they cannot make it undefined
+    there)."""
     if not isinstance(r, F.Rel):
         return r
     visible = divisors((r.lhs, r.rhs))
@@ -243,7 +243,7 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
             failure = exc
     report = engine.produce_guards()
     seconds = time.perf_counter() - start
-    canon = _canonical(engine)
+    canon = canonical(engine)
     parts = None if torch_env.unmirrored else _region(engine, report, canon)
     region = None if parts is None else F.conj(*(g for g, _ in parts))
     ranges = {canon[s]: info.range for s, info in engine.symbols.items() if s in canon}
@@ -277,16 +277,16 @@ def inputs_at(model, args: tuple, kwargs: dict | None, sizes: dict[str, int]) ->
     dtypes matter; values are zeros.
     """
     bound = _bound_arguments(model, args, kwargs)
-    leaves, treespec = torch.utils._pytree.tree_flatten_with_path(dict(bound.arguments))
+    leaves, treespec = pytree.tree_flatten_with_path(dict(bound.arguments))
     new_leaves = []
     for path, leaf in leaves:
         if isinstance(leaf, torch.Tensor):
-            prefix = "L" + torch.utils._pytree.keystr(path)
+            prefix = "L" + pytree.keystr(path)
             shape = [sizes.get(f"{prefix}.size()[{d}]", n) for d, n in enumerate(leaf.shape)]
             if list(shape) != list(leaf.shape):
                 leaf = torch.zeros(shape, dtype=leaf.dtype, device=leaf.device)
         new_leaves.append(leaf)
-    bound.arguments.update(torch.utils._pytree.tree_unflatten(new_leaves, treespec))
+    bound.arguments.update(pytree.tree_unflatten(new_leaves, treespec))
     return bound.args, bound.kwargs
 
 
@@ -328,7 +328,8 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
             search.covered = True
             break
         if not verdict.refuted:
-            search.reason = f"the solver could not decide whether the regions cover the ranges ({verdict.reason})"
+            search.reason = ("the solver could not decide whether the regions cover the ranges "
+                             f"({verdict.reason})")
             break
         if len(search.traces) - programs.merged >= max_traces or len(search.traces) >= max_total:
             search.reason = (f"{len(search.traces)} traces ({count} distinct programs) did not cover the "
@@ -339,7 +340,7 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
             break
         counterexample = _other_side(first, regions, search.box, strategy, timeout) or verdict.counterexample
         point = {**first.point, **counterexample}
-        tied = sorted(set(counterexample) - _settable(first.sizes))
+        tied = sorted(set(counterexample) - settable(first.sizes))
         if tied:
             search.reason = (f"no inputs realize {_point_str(counterexample)}: torch ties "
                              f"{', '.join(tied)} to other dims")
@@ -351,12 +352,14 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
             search.reason = (f"at {_point_str(found.point)} the model itself cannot be traced: "
                              f"{type(found.failure).__name__}: {str(found.failure).splitlines()[0][:300]}")
             break
-        if found.region is None or truth(found.region, {symbol(k): v for k, v in found.point.items()}) is not True:
+        if found.region is None or truth(found.region,
+                                         {symbol(k): v for k, v in found.point.items()}) is not True:
             search.reason = f"the trace at {_point_str(found.point)} does not hold at its own example"
             break
         programs.add(found)
     search.regions = _regions(programs.groups, search.box)
     search.merges = programs.log
+    search.programs = programs
     return search
 
 
@@ -435,7 +438,7 @@ def _other_side(first: Trace, regions: list, box: dict, strategy: str, timeout: 
     return verdict.counterexample if verdict.refuted else None
 
 
-def _settable(sizes: dict[str, Expr]) -> set[str]:
+def settable(sizes: dict[str, Expr]) -> set[str]:
     """Canonical variables some input dim is a function of alone (``x.size(0) = 32*k`` sets ``k``).
 
     A variable torch tied to another dim while tracing (``x + y`` makes
@@ -475,7 +478,8 @@ def check_partition(predicates: list[F.Formula], box: dict, *, strategy="cascade
             apart = prove(F.neg(F.conj(predicates[i], predicates[j])), ranges=box, strategy=strategy,
                           timeout=timeout)
             if not apart.proven:
-                problems.append(f"regions {i + 1} and {j + 1} overlap: {apart.counterexample or apart.reason}")
+                problems.append(f"regions {i + 1} and {j + 1} overlap: "
+                                f"{apart.counterexample or apart.reason}")
     return problems
 
 
@@ -492,7 +496,8 @@ def set_input_checks(t: Trace, region_check: str | None = None) -> None:
 
 
 def _set_checks(program, checks: list[str]) -> None:
-    """The Python conditions ``program.module()`` asserts on its inputs (torch's ``_guards_code``), once each."""
+    """The Python conditions ``program.module()`` asserts on its inputs (torch's ``_guards_code``), once
+    each."""
     setattr(program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE, list(dict.fromkeys(checks)))
 
 

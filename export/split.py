@@ -30,11 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from shapeproof.shapes.inputs import InputError, check_name, check_span
-from shapeproof.solver import formula as F
-from shapeproof.solver.evaluate import evaluate_term, truth
-from shapeproof.solver.parse import ParseError, parse_condition, parse_term
-from shapeproof.solver.terms import symbol
+from shapeproof.shapes import InputError, check_name, check_span
+from shapeproof import solver as F      # the solver's facade: conditions, parsing, evaluation
+from shapeproof.solver import ParseError, evaluate_term, parse_condition, parse_term, symbol, truth
+from shapeproof.tracer.torch_internals import pytree
 
 from .package import Caps, PackageError, check_member, open_archive, read_json
 
@@ -166,10 +165,10 @@ def _size_name(path: str, dim: str) -> str:
 
 def _sizes(named: dict) -> dict:
     env = {}
-    leaves, _ = torch.utils._pytree.tree_flatten_with_path(named)
+    leaves, _ = pytree.tree_flatten_with_path(named)
     for path, leaf in leaves:
         if isinstance(leaf, torch.Tensor):
-            keys = torch.utils._pytree.keystr(path)
+            keys = pytree.keystr(path)
             for d, n in enumerate(leaf.shape):
                 env[symbol(_size_name(keys, str(d)))] = int(n)
     return env

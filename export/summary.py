@@ -5,8 +5,7 @@ from collections import Counter, OrderedDict
 
 from torch.export import ExportedProgram
 
-from shapeproof.shapes import ShapeEnv
-from shapeproof.shapes.records import Query
+from shapeproof.shapes import Query, ShapeEnv
 
 __all__ = ["program_summary", "discharged_table"]
 
@@ -22,7 +21,8 @@ def program_summary(ep: ExportedProgram) -> str:
         f"  parameters:    {len(sig.parameters)}, buffers: {len(sig.buffers)}",
         f"  graph:         {calls} ATen calls",
         f"  outputs:       {', '.join(out_shapes)}",
-        "  range constraints: " + ", ".join(f"{k}: [{v.lower}, {v.upper}]" for k, v in ep.range_constraints.items()),
+        "  range constraints: "
+        + ", ".join(f"{k}: [{v.lower}, {v.upper}]" for k, v in ep.range_constraints.items()),
     ]
     return "\n".join(lines)
 
@@ -33,7 +33,8 @@ def discharged_table(env: ShapeEnv, queries: list[Query], limit: int = 10) -> st
     for q in queries:
         frame = q.where.frame if q.where is not None else None
         op = q.where.op if q.where is not None else None
-        groups.setdefault((frame.short if frame else "(torch internals)", frame.code if frame else "", op), []).append(q)
+        groups.setdefault((frame.short if frame else "(torch internals)", frame.code if frame else "", op),
+                          []).append(q)
     lines = []
     for (place, code, op), items in list(groups.items())[:limit]:
         strategies = Counter(q.strategy for q in items)

@@ -1,20 +1,27 @@
 """shapeproof.shapes — the shape environment: symbols, ranges, learned facts, guards, explanations.
 
 No torch import anywhere in this package; ``shapeproof.tracer`` binds it to PyTorch.
+This namespace is the package's public facade: ``tracer`` and ``export``
+import only these names (``tests/test_layers.py`` checks).
 """
 from .env import ShapeEnv
 from .errors import CheckFailed, DataDependentError, InputOutOfRange, ShapeError
 from .explain import DimInfo, Explanation, explain
-from .fixes import Fix
-from .provenance import Frame, Provenance, capture
+from .fixes import Fix, FixKind, joint_fixes
+from .html_report import render_html
+from .inputs import InputError, check_name, check_span
+from .provenance import Frame, Provenance, capture, is_user_frame
 from .records import Guard, Query, RuntimeAssert
-from .report import GuardReport, Violation
+from .report import GuardReport, Violation, lift
 from .standalone import explain_guard
 from .symbols import DimKind, Source, SymbolInfo
 
 __all__ = [
     "ShapeEnv", "DimKind", "Source", "SymbolInfo", "Guard", "RuntimeAssert", "Query", "GuardReport",
     "Violation",
-    "Explanation", "DimInfo", "explain", "explain_guard", "Fix", "Provenance", "Frame", "capture",
+    "Explanation", "DimInfo", "explain", "explain_guard", "Fix", "FixKind", "joint_fixes",
+    "Provenance", "Frame", "capture",
     "ShapeError", "DataDependentError", "CheckFailed", "InputOutOfRange",
+    # for the tracer and export
+    "is_user_frame", "lift", "InputError", "check_name", "check_span", "render_html",
 ]

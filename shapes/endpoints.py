@@ -13,10 +13,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from http import HTTPStatus
 
-from shapeproof.solver import formula as F
-from shapeproof.solver.api import STRATEGIES, prove, simplify
-from shapeproof.solver.parse import Limits, ParseError, parse, parse_condition
-from shapeproof.solver.terms import term_str
+from shapeproof import solver as S
+from shapeproof.solver import (
+    STRATEGIES, Limits, ParseError, parse, parse_condition, prove, simplify, term_str,
+)
 
 from .explain import Explanation
 from .inputs import InputError, check_name, check_seconds, check_span
@@ -160,7 +160,8 @@ def stopped(task: dict, reason: str, seconds: float) -> dict:
         return {"simplified": None, "reason": reason}
     if "message" in task:
         return {"guards": [], "reason": reason}
-    ex = Explanation("guard", 0, task["guard"], task["guard"], None, [], "unknown", None, None, notes=[reason])
+    ex = Explanation("guard", 0, task["guard"], task["guard"], None, [], "unknown", None, None,
+                     notes=[reason])
     return {**ex.to_dict(), "text": ex.text}
 
 
@@ -176,7 +177,8 @@ def run(task: dict, seconds: float) -> dict:
     except MemoryError:
         raise
     except Exception as exc:  # noqa: BLE001 - never a traceback to the client; the reason only
-        return {"status": 500, "body": {"error": "internal error", "detail": type(exc).__name__, "status": 500}}
+        return {"status": 500,
+                "body": {"error": "internal error", "detail": type(exc).__name__, "status": 500}}
 
 
 def _kind(task: dict) -> str:
@@ -215,7 +217,8 @@ def _explain_guard(task: dict, limits: Limits, budget: float) -> dict:
 
 def _explain_message(task: dict, limits: Limits, budget: float) -> dict:
     # one budget for the whole message: guards past it come back "not checked"
-    results = explain_torch_error(task["message"], timeout=budget, max_guards=task["max_guards"], budget=budget)
+    results = explain_torch_error(task["message"], timeout=budget, max_guards=task["max_guards"],
+                                  budget=budget)
     return {"guards": [{"guard": found.guard, "kind": found.kind, **ex.to_dict()} for found, ex in results]}
 
 
@@ -229,7 +232,7 @@ def _simplify(task: dict, limits: Limits, budget: float) -> dict:
             raise
         # simplify signals a spent budget with an exception of its own (a private class)
         return {"simplified": None, "reason": f"the time limit ({budget:.2g} s) ran out while simplifying"}
-    return {"simplified": str(result) if isinstance(result, F.Formula) else term_str(result)}
+    return {"simplified": str(result) if isinstance(result, S.Formula) else term_str(result)}
 
 
 _WORK = {"/prove": _prove, "/explain": _explain_guard, "message": _explain_message, "/simplify": _simplify}

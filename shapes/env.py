@@ -25,31 +25,30 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+from typing import cast
 
 from sympy import Expr, Integer, Symbol
 
-from shapeproof.solver import formula as F
-from shapeproof.solver.api import DEFAULT_TIMEOUT, prove
-from shapeproof.solver.evaluate import Undefined, _eval, truth
-from shapeproof.solver.parse import parse_condition, parse_term
-from shapeproof.solver.problem import Deadline
-from shapeproof.solver.rewrite import Normalizer
-from shapeproof.solver.terms import FloorDiv, term_str
-from shapeproof.solver.tight import TightBounds
-from shapeproof.solver.verdict import Verdict
+from shapeproof import solver as S
+from shapeproof.solver import (
+    DEFAULT_TIMEOUT, FloorDiv, LearnedKind, Solver, Undefined, Verdict, evaluate, parse_condition, parse_term,
+    term_str, truth,
+)
 
 from .errors import CheckFailed, DataDependentError, InputOutOfRange
 from .graph import DependencyGraph
 from .knowledge import Knowledge
+from .explain import explain as _explain
 from .provenance import Provenance, capture
-from .records import Guard, Query, RuntimeAssert
+from .records import Guard, Purpose, Query, RuntimeAssert
+from .report import produce_guards as _produce_guards
 from .symbols import DimKind, Range, Source, SymbolInfo, span_str
 
 __all__ = ["ShapeEnv"]
 
 
-def _as_condition(cond) -> F.Formula:
-    return cond if isinstance(cond, F.Formula) else parse_condition(cond)
+def _as_condition(cond) -> S.Formula:
+    return cond if isinstance(cond, S.Formula) else parse_condition(cond)
 
 
 def _as_term(expr) -> Expr:
@@ -59,13 +58,16 @@ def _as_term(expr) -> Expr:
 class ShapeEnv:
     """Symbols, ranges, learned facts, guards and runtime asserts of one trace.
 
-    ``strategy``/``timeout`` choose the solver for every question (see
-    ``shapeproof.solver.prove``).  ``specialize_zero_one`` mirrors torch's
-    setting of the same name.
+    ``strategy``/``timeout`` choose the strategy and budget for every question
+    (see ``shapeproof.solver.prove``), answered by ``solver`` (a fresh
+    ``Solver`` unless one is given: an export shares one among its traces, and
+    the tracer registers torch's strategy on it).  ``specialize_zero_one``
+    mirrors torch's setting of the same name.
     """
 
     def __init__(self, strategy="cascade", timeout: float = DEFAULT_TIMEOUT, specialize_zero_one: bool = True,
-                 log_queries: bool = True):
+                 log_queries: bool = True, solver: Solver | None = None):
+        self.solver = solver if solver is not None else Solver(timeout)
         self.strategy = strategy
         self.timeout = timeout
         self.specialize_zero_one = specialize_zero_one
@@ -79,7 +81,8 @@ class ShapeEnv:
         self.notes: list[str] = []
         self.specialized: list[tuple[Source, int, Range]] = []   # dims declared dynamic whose example was 0/1
         self.graph = DependencyGraph()
-        self.derived: dict[Symbol, Expr] = {}          # symbol introduced by divisibility -> its value in inputs
+        # symbol introduced by divisibility -> its value in inputs
+        self.derived: dict[Symbol, Expr] = {}
         self._order = itertools.count()
         self._created: dict[Symbol, int] = {}
         self._oblivious = 0
@@ -90,7 +93,8 @@ class ShapeEnv:
                              name: str | None = None, dim_name: str | None = None, dynamic: bool = True,
                              is_size: bool = True, kind: DimKind = DimKind.STRICT,
                              specialize_zero_one: bool | None = None) -> Expr:
-        """A symbol for an input size (or, with ``is_size=False``, an input int) whose example value is ``hint``.
+        """A symbol for an input size (or, with ``is_size=False``, an input int) whose example value is
+        ``hint``.
 
         Returns a constant instead when the dim is static or, like torch.export,
         when the example size is 0 or 1 (noted in ``notes``; a dim the user
@@ -115,8 +119,8 @@ class ShapeEnv:
             raise InputOutOfRange(f"the example input has {source} = {hint}, outside the declared range "
                                   f"{span_str((lo, hi))}" + (f" of {dim_name}" if dim_name else ""))
         if hint in (0, 1) and specialize:
-            self.notes.append(f"{source} is {hint} in the example input, so it is specialized to the constant "
-                              f"{hint} (torch.export treats example sizes 0 and 1 as static); "
+            self.notes.append(f"{source} is {hint} in the example input, so it is specialized to the "
+                              f"constant {hint} (torch.export treats example sizes 0 and 1 as static); "
                               f"use an example with {source} >= 2 to keep it dynamic")
             if declared is not None:
                 self.specialized.append((source, hint, (lo, hi)))
@@ -132,8 +136,8 @@ class ShapeEnv:
         info = SymbolInfo(sym, True, hint, [source], declared, (tracing_lo, hi), size_like=True,
                           dim_name=dim_name, kind=kind)
         if declared[0] < tracing_lo:
-            info.notes.append(f"sizes {declared[0]}..{tracing_lo - 1} are allowed by the spec and assumed to behave "
-                              f"like size {tracing_lo} (torch.export's 0/1 convention)")
+            info.notes.append(f"sizes {declared[0]}..{tracing_lo - 1} are allowed by the spec and assumed to "
+                              f"behave like size {tracing_lo} (torch.export's 0/1 convention)")
         self._register(info, source.path)
         if dim_name is not None:
             self._by_dim_name[dim_name] = sym
@@ -178,8 +182,8 @@ class ShapeEnv:
         self.knowledge.version += 1
 
     def note_specialization(self, sym: Symbol, value: int) -> None:
-        """The tracer made ``sym`` the constant ``value`` (torch's replacement): a ``Dim.DYNAMIC`` dim may not be
-        (``report`` says so), even where the guards that forced it are beyond what the solver proves."""
+        """The tracer made ``sym`` the constant ``value`` (torch's replacement): a ``Dim.DYNAMIC`` dim may not
+        be (``report`` says so), even where the guards that forced it are beyond what the solver proves."""
         info = self.symbols.get(sym)
         if info is not None:
             info.fixed = value
@@ -193,12 +197,12 @@ class ShapeEnv:
         sym = self._current(sym)
         if isinstance(sym, Symbol) and sym in self.symbols:
             self.symbols[sym].size_like = True
-        self.check(F.ge(sym, 0), where=where, message="size-like")
+        self.check(S.ge(sym, 0), where=where, message="size-like")
 
     def relate(self, sym: Symbol, value) -> None:
         """Declare ``sym == value`` (a derived dim such as ``H = 2*h``), eliminating ``sym``."""
         value = self.knowledge.term(_as_term(value))
-        self._learn(F.eq(sym, value))
+        self._learn(S.eq(sym, value))
 
     def _current(self, term):
         return self.knowledge.term(term) if isinstance(term, Expr) else term
@@ -211,7 +215,7 @@ class ShapeEnv:
         if env is None:
             return None
         try:
-            return _eval(term, env, {})
+            return evaluate(term, env)
         except Undefined:
             return None
 
@@ -224,35 +228,34 @@ class ShapeEnv:
             env[s] = info.hint
         return env
 
-    def _hint_truth(self, cond: F.Formula) -> bool | None:
+    def _hint_truth(self, cond: S.Formula) -> bool | None:
         env = self._hint_env(cond.free_symbols)
         return None if env is None else truth(cond, env)
 
     def bound(self, expr) -> Range:
         """Interval of ``expr`` over the current ranges, after normalization."""
-        term = self.knowledge.term(_as_term(expr))
-        bounds = TightBounds(self.ranges)
-        iv = bounds.tight(Normalizer(bounds, Deadline(self.timeout))(term))
-        return (None, None) if iv is None else (_finite(iv.lo), _finite(iv.hi))
+        return self.solver.bounds(self.knowledge.term(_as_term(expr)), self.ranges, self.timeout)
 
     def simplify(self, expr) -> Expr:
         term = self.knowledge.term(_as_term(expr))
-        return Normalizer(TightBounds(self.ranges), Deadline(self.timeout))(term)
+        return self.solver.simplify(term, self.ranges, self.timeout)
 
-    def statically_known(self, cond, size_oblivious: bool = False, where: Provenance | None = None) -> bool | None:
+    def statically_known(self, cond, size_oblivious: bool = False,
+                         where: Provenance | None = None) -> bool | None:
         """True/False when provable from what is known, else None; never records anything.
 
         The example values (when all sizes have one) satisfy every fact, so only
         the direction they take can be provable: one solver call instead of two.
         """
         c = self.knowledge.condition(_as_condition(cond))
-        return self._decide(c, self._hint_truth(c), "static", size_oblivious or self._oblivious > 0, where)
+        return self._decide(c, self._hint_truth(c), Purpose.STATIC, size_oblivious or self._oblivious > 0,
+                            where)
 
     def known_from_ranges(self, cond, ranges: dict) -> bool | None:
         """True/False when provable from ``ranges`` alone (no learned facts), else None."""
         c = _as_condition(cond)
-        for goal, value in ((c, True), (F.neg(c), False)):
-            if prove(goal, ranges=ranges, strategy=self.strategy, timeout=self.timeout).proven:
+        for goal, value in ((c, True), (S.neg(c), False)):
+            if self.solver.prove(goal, ranges=ranges, strategy=self.strategy, timeout=self.timeout).proven:
                 return value
         return None
 
@@ -277,24 +280,24 @@ class ShapeEnv:
         """
         asked = _as_condition(cond)
         c = self.knowledge.condition(asked)
-        if isinstance(c, F.Const):
+        if isinstance(c, S.Const):
             return c.value
         oblivious = size_oblivious or self._oblivious > 0
         hint = self._hint_truth(c)
         if hint is None and self._hint_env(c.free_symbols) is not None:
             raise ZeroDivisionError(f"{self.render(c)} divides by zero for the example inputs")
         if oblivious:
-            decided = self._decide(c, None, "size_oblivious", True)
+            decided = self._decide(c, None, Purpose.SIZE_OBLIVIOUS, True)
             if decided is not None:
                 return decided
-        decided = self._decide(c, hint, "evaluate", False)
+        decided = self._decide(c, hint, Purpose.EVALUATE, False)
         if decided is not None:
             return decided
         if hint is None:
             if fallback is not None:
                 return fallback
             raise self._data_dependent_error(c, where)
-        self._record_guard(c if hint else F.neg(c), asked, where, oblivious)
+        self._record_guard(c if hint else S.neg(c), asked, where, oblivious)
         return hint
 
     def check(self, cond, where: Provenance | None = None, message: str = "") -> None:
@@ -307,20 +310,20 @@ class ShapeEnv:
         """
         asked = _as_condition(cond)
         c = self.knowledge.condition(asked)
-        if c == F.TRUE:
+        if c == S.TRUE:
             return
-        if c == F.FALSE:
+        if c == S.FALSE:
             raise CheckFailed(f"torch._check({asked}) can never hold" + (f": {message}" if message else ""))
         hint = self._hint_truth(c)
         if hint is False:
             raise CheckFailed(f"torch._check({self.render(c)}) is false for the example inputs"
                               + (f": {message}" if message else ""))
-        if self._decide(c, True, "check", False):
+        if self._decide(c, True, Purpose.CHECK, False):
             return
         if hint is True:
             self._record_guard(c, asked, where, False, from_check=True)
             return
-        if self._decide(F.neg(c), True, "check", False):
+        if self._decide(S.neg(c), True, Purpose.CHECK, False):
             raise CheckFailed(f"torch._check({self.render(c)}) can never hold given what is known"
                               + (f": {message}" if message else ""))
         self.record_runtime_assert(c, where, message)
@@ -336,47 +339,49 @@ class ShapeEnv:
             ranges[s] = (lo, hi)
         return ranges
 
-    def _solve(self, goal: F.Formula, purpose: str, oblivious: bool, where: Provenance | None) -> Verdict:
+    def _solve(self, goal: S.Formula, purpose: Purpose, oblivious: bool, where: Provenance | None) -> Verdict:
         facts = self.knowledge.relevant_facts(goal)
         syms = set(goal.free_symbols).union(*(f.free_symbols for f in facts))
         ranges = self._ranges_for(syms, oblivious)
-        verdict = prove(goal, ranges=ranges, facts=facts, strategy=self.strategy, timeout=self.timeout)
+        verdict = self.solver.prove(goal, ranges=ranges, facts=facts, strategy=self.strategy,
+                                    timeout=self.timeout)
         if self.log_queries:
             self.queries.append(Query(goal, facts, {s.name: r for s, r in ranges.items()}, verdict.strategy,
                                       verdict.status.value, verdict.seconds, purpose, where or capture()))
         return verdict
 
-    def _decide(self, c: F.Formula, hint: bool | None, purpose: str, oblivious: bool,
+    def _decide(self, c: S.Formula, hint: bool | None, purpose: Purpose, oblivious: bool,
                 where: Provenance | None = None) -> bool | None:
         """Prove ``c`` or its negation; with a hint only the direction the hint allows can succeed."""
-        if isinstance(c, F.Const):
+        if isinstance(c, S.Const):
             return c.value
         if hint is not False and self._solve(c, purpose, oblivious, where).proven:
             return True
-        if hint is not True and self._solve(F.neg(c), purpose, oblivious, where).proven:
+        if hint is not True and self._solve(S.neg(c), purpose, oblivious, where).proven:
             return False
         return None
 
     # --------------------------------------------------------------- learning
     def record_guard(self, condition, asked=None, where: Provenance | None = None,
                      size_oblivious: bool = False) -> Guard | None:
-        """Record a guard decided elsewhere (torch's ShapeEnv mirrored by the tracer); None if already known."""
+        """Record a guard decided elsewhere (torch's ShapeEnv mirrored by the tracer); None if already
+        known."""
         c = self.knowledge.condition(_as_condition(condition))
-        if isinstance(c, F.Const):
+        if isinstance(c, S.Const):
             return None
         return self._record_guard(c, _as_condition(asked) if asked is not None else c, where, size_oblivious)
 
     def record_runtime_assert(self, condition, where: Provenance | None = None, message: str = "") -> None:
         """Record a runtime assert decided elsewhere; it becomes a fact like ``check`` would make it."""
         c = self.knowledge.condition(_as_condition(condition))
-        if isinstance(c, F.Const):
+        if isinstance(c, S.Const):
             return
         ra = RuntimeAssert(len(self.runtime_asserts), c, where or capture(), message)
         self.runtime_asserts.append(ra)
         self.graph.add_condition("assert", ra.index, c.free_symbols)
         self._learn(c)
 
-    def _record_guard(self, condition: F.Formula, asked: F.Formula, where, oblivious: bool,
+    def _record_guard(self, condition: S.Formula, asked: S.Formula, where, oblivious: bool,
                       from_check: bool = False) -> Guard:
         guard = Guard(len(self.guards), condition, asked, where or capture(), oblivious, from_check)
         self.guards.append(guard)
@@ -384,18 +389,19 @@ class ShapeEnv:
         self._learn(condition)
         return guard
 
-    def _learn(self, fact: F.Formula) -> None:
+    def _learn(self, fact: S.Formula) -> None:
         fact = self.knowledge.condition(fact)
-        learned = self.knowledge.classify(fact, self.ranges, self._prefer_eliminating)
-        if learned.kind == "divisibility":
-            x, c = learned.symbol, learned.divisor
+        learned = self.solver.classify_fact(fact, self.ranges, self._prefer_eliminating)
+        if learned.kind is LearnedKind.DIVISIBILITY:
+            x, c = cast(Symbol, learned.symbol), cast(int, learned.divisor)
             k = self._derive(x, c)
             self.knowledge.eliminate(x, c * k, self.ranges)
-        elif learned.kind == "substitution":
-            self.knowledge.eliminate(learned.symbol, learned.replacement, self.ranges)
-            for s in learned.replacement.free_symbols:
-                self.graph.add_derivation(learned.symbol, s)
-        elif learned.kind == "fact":
+        elif learned.kind is LearnedKind.SUBSTITUTION:
+            eliminated, replacement = cast(Symbol, learned.symbol), cast(Expr, learned.replacement)
+            self.knowledge.eliminate(eliminated, replacement, self.ranges)
+            for s in replacement.free_symbols:
+                self.graph.add_derivation(eliminated, s)
+        elif learned.kind is LearnedKind.FACT:
             self.knowledge.add_fact(fact, self.ranges)
 
     def _derive(self, x: Symbol, c: int) -> Symbol:
@@ -412,6 +418,10 @@ class ShapeEnv:
         self.graph.add_derivation(x, k)
         self.derived[k] = FloorDiv(x, c)
         return k
+
+    def creation_order(self, sym: Symbol) -> int:
+        """When ``sym`` was created, relative to the others (0 for a symbol not made here)."""
+        return self._created.get(sym, 0)
 
     def _prefer_eliminating(self, candidates: list[Symbol]) -> Symbol | None:
         """Eliminate a data-dependent symbol before a backed one, else the newest symbol."""
@@ -433,8 +443,8 @@ class ShapeEnv:
     def render(self, f) -> str:
         """Text of a condition or term in the user's names."""
         mapping = self.label_map()
-        if isinstance(f, F.Formula):
-            return str(F.substitute(f, {s: mapping[s] for s in f.free_symbols if s in mapping}))
+        if isinstance(f, S.Formula):
+            return str(S.substitute(f, {s: mapping[s] for s in f.free_symbols if s in mapping}))
         return _render_term(f, mapping)
 
     def _origins(self, symbols) -> dict[str, str]:
@@ -443,7 +453,8 @@ class ShapeEnv:
         for s in sorted(symbols, key=lambda s: s.name):
             if s in self.symbols and not self.symbols[s].backed:
                 src = self.symbols[s].sources[0]
-                origins[s.name] = f"{src.path}" + (f", created at {src.where}" if src.where and src.where.frame
+                origins[s.name] = f"{src.path}" + (f", created at {src.where}" if src.where
+                                                   and src.where.frame
                                                    else "")
         return origins
 
@@ -453,21 +464,21 @@ class ShapeEnv:
         text = term_str(_as_term(term))
         origins = self._origins(_as_term(term).free_symbols)
         suggestions = [f"torch._check({text} >= 0)"]
-        lines = [f"The code asks for the concrete value of `{text}`, which depends on data (unbacked sizes) and "
-                 f"is only known when the program runs."]
+        lines = [f"The code asks for the concrete value of `{text}`, which depends on data (unbacked sizes) "
+                 f"and is only known when the program runs."]
         lines += [f"  {name} = {origin}" for name, origin in origins.items()]
         if where.frame is not None:
             lines.append(f"  asked at {where}")
-        lines.append("Keep it symbolic: drop the int(...) (or other Python conversion) around it and use the value "
-                     "as it is; say what you know about it with torch._check, e.g.")
+        lines.append("Keep it symbolic: drop the int(...) (or other Python conversion) around it and use the "
+                     "value as it is; say what you know about it with torch._check, e.g.")
         lines += [f"  {s}" for s in suggestions]
         return DataDependentError("\n".join(lines), text, origins, suggestions, where)
 
-    def _data_dependent_error(self, c: F.Formula, where: Provenance | None) -> DataDependentError:
+    def _data_dependent_error(self, c: S.Formula, where: Provenance | None) -> DataDependentError:
         where = where or capture()
         origins = self._origins(c.free_symbols)
         text = str(c)
-        suggestions = [f"torch._check({text})", f"torch._check({F.neg(c)})"]
+        suggestions = [f"torch._check({text})", f"torch._check({S.neg(c)})"]
         lines = [f"Could not decide `{text}` while tracing: it depends on data (unbacked sizes)."]
         lines += [f"  {name} = {origin}" for name, origin in origins.items()]
         if where.frame is not None:
@@ -479,17 +490,11 @@ class ShapeEnv:
     # --------------------------------------------------------------- reporting
     def produce_guards(self, strategy=None, timeout: float | None = None):
         """Check every guard against the declared ranges; see ``report.GuardReport``."""
-        from .report import produce_guards
-        return produce_guards(self, strategy or self.strategy, timeout or self.timeout)
+        return _produce_guards(self, strategy or self.strategy, timeout or self.timeout)
 
     def explain(self, item):
         """Structured and readable explanation of a guard, violation or runtime assert."""
-        from .explain import explain
-        return explain(self, item)
-
-
-def _finite(value):
-    return None if value in (float("inf"), float("-inf")) else int(value)
+        return _explain(self, item)
 
 
 def _render_term(term: Expr, mapping: dict) -> str:

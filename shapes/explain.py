@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 
 from sympy import Expr, Symbol
 
-from shapeproof.solver import formula as F
-from shapeproof.solver.evaluate import Undefined, _eval, truth
-from shapeproof.solver.terms import term_str
+from shapeproof import solver as S
+from shapeproof.solver import Undefined, evaluate, term_str, truth
 
 from .fixes import Fix
 from .records import Guard, RuntimeAssert
 from .report import Violation, lift
 from .symbols import DimKind, span_str
+from .view import EnvView
 
 __all__ = ["Explanation", "DimInfo", "explain"]
 
@@ -71,7 +71,8 @@ class Explanation:
         head = {
             "refuted": f"{self.kind.capitalize()} #{self.index} does not hold for every input in range:",
             "proven": f"{self.kind.capitalize()} #{self.index} holds for every input in range:",
-            "unknown": f"{self.kind.capitalize()} #{self.index} could not be decided; it stays an input check:",
+            "unknown": f"{self.kind.capitalize()} #{self.index} could not be decided; it stays an input "
+            "check:",
         }.get(self.status, f"{self.kind.capitalize()} #{self.index}:")
         lines = [head, f"  condition:  {self.condition}"]
         if self.where and self.where.get("file"):
@@ -86,7 +87,8 @@ class Explanation:
         if self.counterexample is not None:
             point = ", ".join(f"{k} = {v}" for k, v in self.counterexample.items())
             lines.append(f"  fails at:   {point}")
-            lines += [f"      {expr} {'is' if value in ('True', 'False') else '='} {value}" for expr, value in self.steps]
+            lines += [f"      {expr} {'is' if value in ('True', 'False') else '='} {value}"
+                      for expr, value in self.steps]
         for note in self.notes:
             lines.append(f"  note:       {note}")
         if self.fixes:
@@ -102,7 +104,7 @@ class Explanation:
         return self.text
 
 
-def _steps(env, f: F.Formula, point: dict[Symbol, int]) -> list[tuple[str, str]]:
+def _steps(env: EnvView, f: S.Formula, point: dict[Symbol, int]) -> list[tuple[str, str]]:
     """Values of the subterms and relations of ``f`` at ``point``, innermost first."""
     labels = env.label_map()
     seen: list[Expr] = []
@@ -113,28 +115,27 @@ def _steps(env, f: F.Formula, point: dict[Symbol, int]) -> list[tuple[str, str]]
         if not (term.is_Atom or term in seen):
             seen.append(term)
 
-    rels = list(F.relations(f))
+    rels = list(S.relations(f))
     for r in rels:
         visit(r.lhs)
         visit(r.rhs)
     out: list[tuple[str, str]] = []
-    memo: dict = {}
     for term in seen:
         try:
-            value = str(_eval(term, point, memo))
+            value = str(evaluate(term, point))
         except Undefined:
             value = "undefined (division by zero)"
         out.append((term_str(term.xreplace(labels)), value))
     for r in rels:
         verdict = truth(r, point)
         shown = {True: "True", False: "False", None: "undefined (division by zero)"}[verdict]
-        out.append((str(F.substitute(r, labels)), shown))
+        out.append((str(S.substitute(r, labels)), shown))
     if len(out) > _MAX_STEPS:   # keep the innermost few and every relation
         out = out[:_MAX_STEPS - len(rels)] + [("...", "...")] + out[-len(rels):]
     return out
 
 
-def _dims(env, f: F.Formula) -> list[DimInfo]:
+def _dims(env: EnvView, f: S.Formula) -> list[DimInfo]:
     out = []
     for path in env.graph.inputs_of(f.free_symbols):
         info = next((i for i in env.symbols.values() if any(src.path == path for src in i.sources)), None)
@@ -143,7 +144,7 @@ def _dims(env, f: F.Formula) -> list[DimInfo]:
     return out
 
 
-def explain(env, item) -> Explanation:
+def explain(env: EnvView, item) -> Explanation:
     """Explain a ``Guard``, a ``Violation``, a ``RuntimeAssert``, or a guard's index."""
     if isinstance(item, int):
         item = env.guards[item]
@@ -160,7 +161,8 @@ def explain(env, item) -> Explanation:
     counterexample, steps, fixes, notes = None, [], [], []
     if violation is not None:
         counterexample = violation.counterexample
-        point = {Symbol(name, integer=True): value for name, value in violation.verdict.counterexample.items()}
+        point = {Symbol(name, integer=True): value
+                 for name, value in (violation.verdict.counterexample or {}).items()}
         steps = _steps(env, lifted, point)
         fixes = violation.fixes
     for sym in sorted(lifted.free_symbols, key=lambda s: s.name):

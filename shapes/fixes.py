@@ -14,6 +14,7 @@ comes from a Python branch on a size; change the code or export with
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import copy
 import itertools
@@ -22,10 +23,10 @@ import math
 import numpy as np
 from sympy import Poly, Symbol
 
-from shapeproof.solver import formula as F
-from shapeproof.solver.api import prove
-from shapeproof.solver.enumerate import holds_along
-from shapeproof.solver.terms import Mod, term_str
+from shapeproof import solver as S
+from shapeproof.solver import Mod, Vocabulary, holds_along, prove, term_str
+
+from .view import EnvView
 
 __all__ = ["Fix", "suggest_fixes", "joint_fixes"]
 
@@ -33,16 +34,28 @@ _ENUMERATE_LIMIT = 2_000_000
 _MAX_MODULUS = 64
 
 
+class FixKind(Vocabulary):
+    """What a fix changes: a Dim's range, a Dim made a multiple, two Dims tied, a Dim made static, or the
+    code."""
+
+    RANGE = "range"
+    MULTIPLE = "multiple"
+    EQUAL = "equal"
+    STATIC = "static"
+    REWRITE = "rewrite"
+
+
 @dataclass(frozen=True)
 class Fix:
-    kind: str                      # "range", "multiple", "equal", "static", "rewrite"
+    kind: FixKind
     dim: str                       # the Dim (or input dim) it changes
     description: str
     min: int | None = None         # range: the new bounds; multiple: bounds of the new root dim
     max: int | None = None
     modulus: int | None = None     # multiple: dim = modulus*root + remainder
     remainder: int = 0
-    other: str | None = None       # equal: dim == scale*other + offset (a shared Dim, or one derived from other)
+    # equal: dim == scale*other + offset (a shared Dim, or one derived from other)
+    other: str | None = None
     scale: int = 1
     offset: int = 0
     value: int | None = None       # static: the only size that works
@@ -53,7 +66,8 @@ class Fix:
 
 
 def _spec(name: str, lo, hi) -> str:
-    args = [repr(name)] + ([f"min={lo}"] if lo is not None else []) + ([f"max={hi}"] if hi is not None else [])
+    args = ([repr(name)] + ([f"min={lo}"] if lo is not None else [])
+            + ([f"max={hi}"] if hi is not None else []))
     return f"Dim({', '.join(args)})"
 
 
@@ -67,11 +81,11 @@ def _kept(lo, hi, declared) -> float | None:
     return None if total is None or part is None or total == 0 else part / total
 
 
-def _holds(goal: F.Formula, ranges: dict, facts=(), timeout: float = 1.0) -> bool:
+def _holds(goal: S.Formula, ranges: dict, facts=(), timeout: float = 1.0) -> bool:
     return prove(goal, ranges=ranges, facts=facts, timeout=timeout).proven
 
 
-def _interval_fix(guard: F.Formula, sym: Symbol, hint: int, lo, hi, timeout) -> tuple | None:
+def _interval_fix(guard: S.Formula, sym: Symbol, hint: int, lo, hi, timeout) -> tuple | None:
     """Largest ``[a, b]`` around ``hint`` inside ``[lo, hi]`` where ``guard`` holds everywhere."""
     if lo is not None and hi is not None and hi - lo < _ENUMERATE_LIMIT:
         try:
@@ -111,17 +125,17 @@ def _interval_fix(guard: F.Formula, sym: Symbol, hint: int, lo, hi, timeout) -> 
     return (a, b) if holds_on(a, b) else None
 
 
-def _multiple_fix(guard: F.Formula, sym: Symbol, hint: int, lo, hi, timeout) -> tuple | None:
+def _multiple_fix(guard: S.Formula, sym: Symbol, hint: int, lo, hi, timeout) -> tuple[int, int] | None:
     """Smallest ``m`` such that the guard holds on every ``x == hint (mod m)`` in range."""
     for m in range(2, _MAX_MODULUS + 1):
         r = hint % m
-        congruent = F.eq(Mod(sym, m), r)
+        congruent = S.eq(Mod(sym, m), r)
         if _holds(guard, {sym: (lo, hi)}, facts=(congruent,), timeout=timeout):
             return m, r
     return None
 
 
-def _single_symbol_fixes(env, label: str, guard: F.Formula, sym: Symbol, timeout) -> list[Fix]:
+def _single_symbol_fixes(env: EnvView, label: str, guard: S.Formula, sym: Symbol, timeout) -> list[Fix]:
     info = env.symbols[sym]
     lo, hi = info.range
     hint = info.hint
@@ -133,11 +147,12 @@ def _single_symbol_fixes(env, label: str, guard: F.Formula, sym: Symbol, timeout
     if interval is not None:
         a, b = interval
         if a == b:
-            fixes.append(Fix("static", label, f"{label} only works as {a}: make it static (drop it from "
+            fixes.append(Fix(FixKind.STATIC, label,
+                             f"{label} only works as {a}: make it static (drop it from "
                              f"dynamic_shapes) or change the code that needs {label} == {a}", value=a,
                              kept=_kept(a, b, declared)))
         else:
-            fixes.append(Fix("range", label, f"{label} = {_spec(label, a, b)}", min=a, max=b,
+            fixes.append(Fix(FixKind.RANGE, label, f"{label} = {_spec(label, a, b)}", min=a, max=b,
                              kept=_kept(a, b, declared)))
     multiple = _multiple_fix(guard, sym, hint, lo, hi, timeout)
     if multiple is not None:      # kept even when a range keeps more: congruences combine across guards
@@ -152,22 +167,22 @@ def _as_multiple(label: str, m: int, r: int, lo, hi, declared) -> Fix:
     kept = None if root_lo is None or root_hi is None or declared[1] is None \
         else (root_hi - root_lo + 1) / _size(*declared)
     tail = f" + {r}" if r else ""
-    return Fix("multiple", label, f"{label} = {m}*{_spec(f'{label}_{m}', root_lo, root_hi)}{tail}",
+    return Fix(FixKind.MULTIPLE, label, f"{label} = {m}*{_spec(f'{label}_{m}', root_lo, root_hi)}{tail}",
                min=root_lo, max=root_hi, modulus=m, remainder=r, kept=kept)
 
 
-def _equality_fix(env, labels: dict, guard: F.Formula, syms: list[Symbol], timeout) -> list[Fix]:
+def _equality_fix(env: EnvView, labels: dict, guard: S.Formula, syms: list[Symbol], timeout) -> list[Fix]:
     """``b == k*a + c`` between two dims: one shared ``Dim`` (k=1, c=0) or ``b`` derived from ``a``'s Dim.
 
     The relation is read off the guard when it is a linear equation, and
     offered only if it is proven equivalent to the guard over the ranges.
     """
-    relation = _linear_relation(guard, sorted(syms, key=lambda s: env._created.get(s, 0)))
+    relation = _linear_relation(guard, sorted(syms, key=lambda s: env.creation_order(s)))
     if relation is None:
         return []
     b, k, a, c = relation
     ranges = {s: env.symbols[s].range for s in syms}
-    tied = F.eq(b, k * a + c)
+    tied = S.eq(b, k * a + c)
     if not (_holds(guard, ranges, facts=(tied,), timeout=timeout)
             and _holds(tied, ranges, facts=(guard,), timeout=timeout)):
         return []
@@ -176,13 +191,13 @@ def _equality_fix(env, labels: dict, guard: F.Formula, syms: list[Symbol], timeo
     else:
         derived = term_str(k * Symbol(labels[a]) + c)
         text = f"declare {labels[b]} as a Dim derived from {labels[a]}'s: {labels[b]} = {derived}"
-    return [Fix("equal", labels[b], text, other=labels[a], scale=k, offset=c)]
+    return [Fix(FixKind.EQUAL, labels[b], text, other=labels[a], scale=k, offset=c)]
 
 
-def _linear_relation(guard: F.Formula, syms: list[Symbol]) -> tuple | None:
+def _linear_relation(guard: S.Formula, syms: list[Symbol]) -> tuple | None:
     """``(b, k, a, c)`` with the guard reading ``b == k*a + c`` (integers k, c), deriving the newest dim
     that has a unit coefficient; None when the guard is no such equation."""
-    if not isinstance(guard, F.Rel) or guard.op != "==":
+    if not isinstance(guard, S.Rel) or guard.op != "==":
         return None
     difference = guard.lhs - guard.rhs
     if not difference.is_polynomial(*syms):
@@ -207,12 +222,12 @@ def _rewrite_fix(label: str, guard) -> list[Fix]:
     frame = guard.where.frame if guard.where is not None else None
     if frame is None or not any(word in f" {frame.code}" for word in _BRANCH_WORDS):
         return []
-    return [Fix("rewrite", label, f"the guard comes from a Python branch on a size at {frame.short} "
+    return [Fix(FixKind.REWRITE, label, f"the guard comes from a Python branch on a size at {frame.short} "
                 f"(`{frame.code}`): export with split=True to keep both branches, or compute the size "
                 "without a branch (e.g. pad = (-T) % N instead of `if T % N != 0`)")]
 
 
-def suggest_fixes(env, guard, lifted: F.Formula, timeout: float = 1.0) -> list[Fix]:
+def suggest_fixes(env: EnvView, guard, lifted: S.Formula, timeout: float = 1.0) -> list[Fix]:
     """Verified fixes for ``guard`` (whose condition, over input symbols, is ``lifted``)."""
     syms = sorted(lifted.free_symbols, key=lambda s: s.name)
     labels = {s: env.symbols[s].label for s in syms}
@@ -238,7 +253,7 @@ class _DimState:
             self.lo = fix.min if self.lo is None else max(self.lo, fix.min)
             self.hi = fix.max if self.hi is None else (self.hi if fix.max is None else min(self.hi, fix.max))
         elif fix.kind == "multiple":
-            self.congruent(fix.modulus, fix.remainder)
+            self.congruent(cast(int, fix.modulus), cast(int, fix.remainder))
         elif fix.kind == "static":
             self.lo = self.hi = fix.value
 
@@ -257,17 +272,18 @@ class _DimState:
             self.modulus, self.remainder = lcm, both[0]
 
 
-def _holds_jointly(guard: F.Formula, states: dict, timeout: float) -> bool:
+def _holds_jointly(guard: S.Formula, states: dict, timeout: float) -> bool:
     syms = guard.free_symbols
     ranges = {s: (states[s].lo, states[s].hi) for s in syms}
-    facts = tuple(F.eq(Mod(s, states[s].modulus), states[s].remainder)
+    facts = tuple(S.eq(Mod(s, states[s].modulus), states[s].remainder)
                   for s in syms if states[s].modulus is not None)
     return _holds(guard, ranges, facts, timeout)
 
 
-def _congruence_search(env, guard: F.Formula, states: dict, timeout: float) -> dict | None:
+def _congruence_search(env: EnvView, guard: S.Formula, states: dict, timeout: float) -> dict | None:
     """Smallest set of dims (then smallest modulus) whose congruence to their example makes ``guard`` hold."""
-    syms = sorted((s for s in guard.free_symbols if states[s].modulus is None and env.symbols[s].hint is not None),
+    syms = sorted((s for s in guard.free_symbols if states[s].modulus is None
+                   and env.symbols[s].hint is not None),
                   key=lambda s: s.name)
     for size in range(1, len(syms) + 1):
         for subset in itertools.combinations(syms, size):
@@ -275,14 +291,14 @@ def _congruence_search(env, guard: F.Formula, states: dict, timeout: float) -> d
                 trial = dict(states)
                 for s in subset:
                     state = _DimState(states[s].lo, states[s].hi)
-                    state.modulus, state.remainder = m, env.symbols[s].hint % m
+                    state.modulus, state.remainder = m, cast(int, env.symbols[s].hint) % m
                     trial[s] = state
                 if _holds_jointly(guard, trial, timeout):
                     return {s: trial[s] for s in subset}
     return None
 
 
-def _bound_search(env, guard: F.Formula, states: dict, timeout: float) -> dict | None:
+def _bound_search(env: EnvView, guard: S.Formula, states: dict, timeout: float) -> dict | None:
     """Raise the minimums (else lower the maximums) of all of ``guard``'s dims together, up to their examples.
 
     For guards such as ``min(H // 8, W // 8) > 4`` that no congruence fixes:
@@ -339,7 +355,7 @@ def _share_kept(changed: dict, states: dict) -> float:
     return math.prod(_dim_share(states[s], new) for s, new in changed.items())
 
 
-def _fit(env, violations, choose, timeout: float) -> dict | None:
+def _fit(env: EnvView, violations, choose, timeout: float) -> dict | None:
     """Dim states under which every violated guard holds, starting from one single-dim fix per violation."""
     syms = set().union(*(v.lifted.free_symbols for v in violations))
     states = {s: _DimState(*env.symbols[s].range) for s in syms}
@@ -372,11 +388,12 @@ def _widest_alone(state: _DimState, fixes: list[Fix]) -> _DimState:
 
 
 def _widest_together(state: _DimState, fixes: list[Fix]) -> _DimState:
-    """The fix that keeps the most of what the fixes chosen so far left (``4*k`` then ``16*k``, not ``[96, 99]``)."""
+    """The fix that keeps the most of what the fixes chosen so far left (``4*k`` then ``16*k``, not
+    ``[96, 99]``)."""
     return max((_restricted(state, f) for f in fixes), key=lambda new: _dim_share(state, new))
 
 
-def joint_fixes(env, violations, timeout: float = 1.0) -> list[Fix] | None:
+def joint_fixes(env: EnvView, violations, timeout: float = 1.0) -> list[Fix] | None:
     """One fix per dim that makes *every* violated guard hold at once, verified; None if none is found.
 
     Starts from each violation's best single fix, then, for guards still
@@ -390,7 +407,8 @@ def joint_fixes(env, violations, timeout: float = 1.0) -> list[Fix] | None:
     """
     syms = set().union(*(v.lifted.free_symbols for v in violations))
     declared = {s: _DimState(*env.symbols[s].range) for s in syms}
-    fits = [f for f in (_fit(env, violations, choose, timeout) for choose in (_widest_alone, _widest_together))
+    fits = [f
+            for f in (_fit(env, violations, choose, timeout) for choose in (_widest_alone, _widest_together))
             if f is not None]
     if not fits:
         return None
@@ -398,18 +416,18 @@ def joint_fixes(env, violations, timeout: float = 1.0) -> list[Fix] | None:
     fixes = []
     for s, state in sorted(states.items(), key=lambda kv: kv[0].name):
         info = env.symbols[s]
-        label, declared = info.label, info.declared
+        label, declared_range = info.label, info.declared
         if (state.lo, state.hi) == info.range and state.modulus is None:
             continue
         if state.lo is not None and state.lo == state.hi:
-            fixes.append(Fix("static", label, f"{label} only works as {state.lo}", value=state.lo))
+            fixes.append(Fix(FixKind.STATIC, label, f"{label} only works as {state.lo}", value=state.lo))
         elif state.modulus is None:
-            fixes.append(Fix("range", label, f"{label} = {_spec(label, state.lo, state.hi)}", min=state.lo,
-                             max=state.hi, kept=_kept(state.lo, state.hi, declared)))
+            fixes.append(Fix(FixKind.RANGE, label, f"{label} = {_spec(label, state.lo, state.hi)}",
+                             min=state.lo, max=state.hi, kept=_kept(state.lo, state.hi, declared_range)))
         else:
-            fix = _as_multiple(label, state.modulus, state.remainder, state.lo, state.hi, declared)
+            fix = _as_multiple(label, state.modulus, state.remainder, state.lo, state.hi, declared_range)
             if fix.min is not None and fix.min == fix.max:    # one size left
                 value = state.modulus * fix.min + state.remainder
-                fix = Fix("static", label, f"{label} only works as {value}", value=value)
+                fix = Fix(FixKind.STATIC, label, f"{label} only works as {value}", value=value)
             fixes.append(fix)
     return fixes

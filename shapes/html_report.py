@@ -116,7 +116,8 @@ def dependency_svg(env, target, verdict: str = "proven") -> str:
     widths = [max(max(len(text[n][0]), len(text[n][1])) * _CHAR_W + 20 for n in layer) for layer in layers]
     rows = max(len(layer) for layer in layers)
     height = rows * (_NODE_H + _GAP_Y) - _GAP_Y + 2 * _PAD
-    box, x = {}, _PAD
+    box: dict = {}
+    x: float = _PAD
     for layer, w in zip(layers, widths):
         top = (height - (len(layer) * (_NODE_H + _GAP_Y) - _GAP_Y)) / 2
         for k, n in enumerate(layer):

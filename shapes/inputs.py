@@ -46,7 +46,8 @@ def parse_int(text: str) -> int:
 def check_seconds(value, what: str = "timeout") -> float:
     """A finite, positive number of seconds (``NaN`` compares false to everything and never expires)."""
     try:
-        seconds = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+        is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        seconds = float(value) if is_number else math.nan
     except OverflowError:                  # an int past float's range
         seconds = math.inf
     if not math.isfinite(seconds) or seconds <= 0:

@@ -17,11 +17,13 @@ __all__ = ["Frame", "Provenance", "capture", "is_user_frame"]
 
 _LIBRARY_ROOTS = tuple(
     os.path.normcase(os.path.abspath(p)) + os.sep
-    for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
+              sysconfig.get_paths()["platlib"]}
 )
 _PACKAGE_ROOT = os.path.normcase(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The engine's own layers; tests, benchmarks and bundled example models count as user code.
-_ENGINE_ROOTS = tuple(os.path.join(_PACKAGE_ROOT, layer) + os.sep for layer in ("solver", "shapes", "tracer", "export"))
+_ENGINE_ROOTS = tuple(os.path.join(_PACKAGE_ROOT, layer) + os.sep
+                      for layer in ("solver", "shapes", "tracer", "export"))
 # Library code that users write models with still counts as "theirs" when it
 # is a model definition (transformers' modeling files are what users read).
 _USER_LIBRARIES = ("transformers" + os.sep,)

@@ -14,10 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from shapeproof.solver.api import DEFAULT_TIMEOUT, prove
-from shapeproof.solver.formula import formula_str
-from shapeproof.solver.parse import parse_condition
-from shapeproof.solver.verdict import Verdict
+from shapeproof.solver import DEFAULT_TIMEOUT, Verdict, formula_str, parse_condition, prove
 
 from .records import Query
 
@@ -37,7 +34,8 @@ class LoggedQuery:
 
     @property
     def key(self) -> tuple:
-        return (self.goal, tuple(sorted(self.facts)), tuple(sorted((k, tuple(v)) for k, v in self.ranges.items())))
+        return (self.goal, tuple(sorted(self.facts)),
+                tuple(sorted((k, tuple(v)) for k, v in self.ranges.items())))
 
 
 def to_log(queries: Iterable[Query]) -> list[LoggedQuery]:
@@ -75,8 +73,9 @@ def replay(log: Iterable[LoggedQuery], strategy="cascade", timeout: float = DEFA
     verdicts = []
     for q in log:
         ranges = {k: tuple(v) for k, v in q.ranges.items()}
-        verdicts.append(prove(parse_condition(q.goal), ranges=ranges, facts=[parse_condition(f) for f in q.facts],
-                              strategy=strategy, timeout=timeout))
+        verdicts.append(prove(parse_condition(q.goal), ranges=ranges,
+                              facts=[parse_condition(f) for f in q.facts], strategy=strategy,
+                              timeout=timeout))
     return verdicts
 
 
@@ -85,4 +84,5 @@ def summarize(statuses: Iterable[str], seconds: Iterable[float]) -> dict:
     statuses, ms = list(statuses), sorted(s * 1000 for s in seconds)
     p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))] if ms else 0.0
     return {"total": len(statuses), "proven": statuses.count("proven"), "refuted": statuses.count("refuted"),
-            "unknown": statuses.count("unknown"), "ms_median": statistics.median(ms) if ms else 0.0, "ms_p95": p95}
+            "unknown": statuses.count("unknown"), "ms_median": statistics.median(ms) if ms else 0.0,
+            "ms_p95": p95}

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shapeproof.solver.formula import Formula
-from shapeproof.solver.verdict import Verdict
+from shapeproof.solver import Formula, Verdict, Vocabulary
 
 from .provenance import Provenance
 
@@ -43,6 +42,15 @@ class RuntimeAssert:
     message: str = ""
 
 
+class Purpose(Vocabulary):
+    """Why the environment asked the solver."""
+
+    EVALUATE = "evaluate"                  # a branch on a size while tracing
+    SIZE_OBLIVIOUS = "size_oblivious"      # a framework check, sizes taken as >= 2
+    CHECK = "check"                        # torch._check
+    STATIC = "static"                      # statically_known: never records anything
+
+
 @dataclass
 class Query:
     """One question put to the solver during tracing (the replay log of an export)."""
@@ -51,7 +59,7 @@ class Query:
     facts: tuple[Formula, ...]
     ranges: dict = field(default_factory=dict)   # symbol name -> (lo, hi)
     strategy: str = ""
-    status: str = ""
+    status: str = ""       # a ``Status`` value: proven, refuted, unknown
     seconds: float = 0.0
-    purpose: str = ""      # "evaluate", "size_oblivious", "check", "static", ...
+    purpose: str = ""      # a ``Purpose``
     where: Provenance | None = None

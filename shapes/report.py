@@ -12,16 +12,17 @@ from 2 up but not at sizes 0 or 1 that the user allowed is reported as a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from sympy import Poly, Symbol
 
-from shapeproof.solver import formula as F
-from shapeproof.solver.api import prove
-from shapeproof.solver.verdict import Verdict
+from shapeproof import solver as S
+from shapeproof.solver import Verdict
 
-from .fixes import Fix, joint_fixes, suggest_fixes
+from .fixes import Fix, FixKind, joint_fixes, suggest_fixes
 from .records import Guard
 from .symbols import DimKind
+from .view import EnvView
 
 __all__ = ["Violation", "GuardReport", "produce_guards", "lift"]
 
@@ -33,7 +34,7 @@ class Violation:
     """A guard that fails for some input inside the declared ranges."""
 
     guard: Guard
-    lifted: F.Formula
+    lifted: S.Formula
     verdict: Verdict
     counterexample: dict[str, int]    # by the user's names (Dim names or source paths)
     fixes: list[Fix] = field(default_factory=list)
@@ -52,7 +53,8 @@ class GuardReport:
     unproven: list[Guard]
     zero_one: list[ZeroOneWarning]
     specialized: list[tuple]          # (source, example size, declared range) of dims declared dynamic
-    combined_fixes: list[Fix] | None = None   # one verified fix per dim that satisfies every violation at once
+    # one verified fix per dim that satisfies every violation at once
+    combined_fixes: list[Fix] | None = None
     # refuted guards on dims the spec lets export narrow (Dim.AUTO/DYNAMIC, relations between named dims):
     # not errors, but input checks of the program, as torch.export keeps them
     restrictions: list[Violation] = field(default_factory=list)
@@ -67,17 +69,17 @@ class GuardReport:
         return [g for g in self.guards if g.verdict is None or not g.verdict.proven]
 
 
-def lift(env, f: F.Formula) -> F.Formula:
+def lift(env: EnvView, f: S.Formula) -> S.Formula:
     """``f`` over input symbols only: derived symbols ``k`` (with ``x == c*k``) become ``x // c``."""
     for _ in range(len(env.derived) + 1):
         present = {s: env.derived[s] for s in f.free_symbols if s in env.derived}
         if not present:
             return f
-        f = F.substitute(f, present)
+        f = S.substitute(f, present)
     return f
 
 
-def _initial_ranges(env, syms, declared: bool = False) -> dict[Symbol, tuple]:
+def _initial_ranges(env: EnvView, syms, declared: bool = False) -> dict[Symbol, tuple]:
     out = {}
     for s in syms:
         info = env.symbols[s]
@@ -85,7 +87,7 @@ def _initial_ranges(env, syms, declared: bool = False) -> dict[Symbol, tuple]:
     return out
 
 
-def _labelled(env, point: dict[str, int]) -> dict[str, int]:
+def _labelled(env: EnvView, point: dict[str, int]) -> dict[str, int]:
     by_name = {s.name: info for s, info in env.symbols.items()}
     return {by_name[name].label if name in by_name else name: value for name, value in point.items()}
 
@@ -96,7 +98,7 @@ def _raised_lower_bound(info) -> bool:
     return used is not None and (declared is None or declared < used)
 
 
-def _tolerated(env, lifted: F.Formula, counterexample: dict, strategy: str, timeout: float) -> bool:
+def _tolerated(env: EnvView, lifted: S.Formula, counterexample: dict, strategy: str, timeout: float) -> bool:
     """Whether torch.export's rules make this refuted guard an input check of the program, not an error.
 
     Dims declared ``Dim.AUTO``/``Dim.DYNAMIC`` let export decide, so guards on
@@ -120,7 +122,8 @@ def _tolerated(env, lifted: F.Formula, counterexample: dict, strategy: str, time
     return not any(_narrows_alone(env, lifted, info, counterexample, strategy, timeout) for info in strict)
 
 
-def _narrows_alone(env, lifted: F.Formula, info, counterexample: dict, strategy: str, timeout: float) -> bool:
+def _narrows_alone(env: EnvView, lifted: S.Formula, info, counterexample: dict, strategy: str,
+                   timeout: float) -> bool:
     """Whether some size of one named dim fails ``lifted`` whatever the other dims are.
 
     A relation such as ``N <= M`` leaves each dim its whole range (the
@@ -134,23 +137,24 @@ def _narrows_alone(env, lifted: F.Formula, info, counterexample: dict, strategy:
     sym = info.symbol
     others = {s: env.symbols[s].range for s in lifted.free_symbols if s != sym}
     lo, hi = info.range
+    sizes: Iterable[int]
     if lo is not None and hi is not None and hi - lo < _EVERY_SIZE:
         sizes = range(lo, hi + 1)
     else:
         sizes = dict.fromkeys(v for v in (counterexample.get(sym.name), lo, hi) if v is not None)
     for value in sizes:
-        if prove(F.neg(F.substitute(lifted, {sym: value})), ranges=others, strategy=strategy,
+        if env.solver.prove(S.neg(S.substitute(lifted, {sym: value})), ranges=others, strategy=strategy,
                  timeout=timeout).proven:
             return True
     return False
 
 
-def _solvable_equation(f: F.Formula) -> bool:
+def _solvable_equation(f: S.Formula) -> bool:
     """``a*x + b*y + ... == c`` (alone or in a conjunction): an equation over several dims that torch solves
     into a replacement of one dim by the others."""
-    if isinstance(f, F.And):
+    if isinstance(f, S.And):
         return any(_solvable_equation(part) for part in f.args)
-    if not isinstance(f, F.Rel) or f.op != "==":
+    if not isinstance(f, S.Rel) or f.op != "==":
         return False
     difference = f.lhs - f.rhs
     syms = sorted(difference.free_symbols, key=str)
@@ -158,11 +162,11 @@ def _solvable_equation(f: F.Formula) -> bool:
             and Poly(difference, *syms).total_degree() <= 1)
 
 
-def _pinned(env, restrictions: list[Violation], strategy: str, timeout: float) -> dict[int, Symbol]:
+def _pinned(env: EnvView, restrictions: list[Violation], strategy: str, timeout: float) -> dict[int, Symbol]:
     """Restrictions that leave a ``Dim.DYNAMIC`` dim a single size (torch.export's "specialized" error), by
     ``id``, each with the dim: those on the dim alone that the solver shows allow only the example's size,
     and every one on a dim the tracer specialized (``s*t == 10*t`` made torch replace ``s`` by 10)."""
-    pinned = {}
+    pinned: dict[int, Symbol] = {}
     for sym, info in env.symbols.items():
         if info.kind is not DimKind.DYNAMIC or info.hint is None:
             continue
@@ -170,39 +174,48 @@ def _pinned(env, restrictions: list[Violation], strategy: str, timeout: float) -
             pinned.update((id(v), sym) for v in restrictions if sym in v.lifted.free_symbols)
             continue
         own = [v for v in restrictions if v.lifted.free_symbols == {sym}]
-        only_hint = F.disj(F.neg(F.conj(*(v.lifted for v in own))), F.eq(sym, info.hint))
-        if own and prove(only_hint, ranges={sym: info.range}, strategy=strategy, timeout=timeout).proven:
+        only_hint = S.disj(S.neg(S.conj(*(v.lifted for v in own))), S.eq(sym, info.hint))
+        if own and env.solver.prove(only_hint, ranges={sym: info.range}, strategy=strategy,
+                                    timeout=timeout).proven:
             pinned.update((id(v), sym) for v in own)
     return pinned
 
 
-def _static_fix(env, sym: Symbol) -> Fix:
+def _static_fix(env: EnvView, sym: Symbol) -> Fix:
     info = env.symbols[sym]
     size = info.hint if info.fixed is None else info.fixed
-    return Fix("static", info.label, f"{info.label} only works as {size}: declare it Dim.STATIC or Dim.AUTO "
+    return Fix(FixKind.STATIC, info.label,
+               f"{info.label} only works as {size}: declare it Dim.STATIC or Dim.AUTO "
                "(Dim.DYNAMIC may not become one size)", value=size)
 
 
-def produce_guards(env, strategy="cascade", timeout: float = 2.0) -> GuardReport:
-    violations, restrictions, unproven, zero_one = [], [], [], []
+def produce_guards(env: EnvView, strategy="cascade", timeout: float = 2.0) -> GuardReport:
+    violations: list[Violation] = []
+    restrictions: list[Violation] = []
+    unproven: list[Guard] = []
+    zero_one: list[ZeroOneWarning] = []
     for guard in env.guards:
         lifted = lift(env, guard.condition)
         syms = lifted.free_symbols
-        verdict = prove(lifted, ranges=_initial_ranges(env, syms), strategy=strategy, timeout=timeout)
+        verdict = env.solver.prove(lifted, ranges=_initial_ranges(env, syms), strategy=strategy,
+                                   timeout=timeout)
         guard.verdict = verdict
         if verdict.refuted:
-            violation = Violation(guard, lifted, verdict, _labelled(env, verdict.counterexample))
-            tolerated = _tolerated(env, lifted, verdict.counterexample, strategy, timeout)
+            point = verdict.counterexample or {}            # set on every refutation
+            violation = Violation(guard, lifted, verdict, _labelled(env, point))
+            tolerated = _tolerated(env, lifted, point, strategy, timeout)
             (restrictions if tolerated else violations).append(violation)
         elif not verdict.proven:
             unproven.append(guard)
         elif any(_raised_lower_bound(env.symbols[s]) for s in syms if env.symbols[s].backed):
-            at_declared = prove(lifted, ranges=_initial_ranges(env, syms, declared=True), strategy=strategy,
+            at_declared = env.solver.prove(lifted, ranges=_initial_ranges(env, syms, declared=True),
+                                           strategy=strategy,
                                 timeout=timeout)
             if at_declared.refuted:
-                zero_one.append(ZeroOneWarning(guard, _labelled(env, at_declared.counterexample)))
+                zero_one.append(ZeroOneWarning(guard, _labelled(env, at_declared.counterexample or {})))
     pinned = _pinned(env, restrictions, strategy, timeout)
-    violations = sorted(violations + [r for r in restrictions if id(r) in pinned], key=lambda v: v.guard.index)
+    violations = sorted(violations + [r for r in restrictions if id(r) in pinned],
+                        key=lambda v: v.guard.index)
     restrictions = [r for r in restrictions if id(r) not in pinned]
     for violation in violations:
         violation.fixes = suggest_fixes(env, violation.guard, violation.lifted, timeout)

@@ -1,7 +1,9 @@
 """``shapeproof serve``: the torch-free engine as a small HTTP JSON service.
 
-    POST /prove     {"goal": "...", "ranges": {"T": [2, 4096]}, "facts": [...], "strategy": "cascade", "timeout": 2}
-    POST /explain   {"guard": "...", "ranges": {...}, "sources": {"T": "x.size(1)"}}  or  {"message": "<torch error>"}
+    POST /prove     {"goal": "...", "ranges": {"T": [2, 4096]}, "facts": [...], "strategy": "cascade",
+                     "timeout": 2}
+    POST /explain   {"guard": "...", "ranges": {...}, "sources": {"T": "x.size(1)"}}
+                    or  {"message": "<torch error>"}
     POST /simplify  {"expr": "...", "ranges": {...}}
     GET  /health, GET /openapi.json
 
@@ -37,7 +39,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from shapeproof.solver.api import STRATEGIES
+from shapeproof.solver import STRATEGIES
 
 from .endpoints import ROUTES, BadRequest, ServiceLimits, stopped, task
 from .workers import WorkerPool
@@ -56,6 +58,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "shapeproof"
     limits: ServiceLimits = ServiceLimits()
     pool: WorkerPool
+    server: _Server          # the server that made this handler (it tracks reading)
 
     def log_message(self, format, *args):
         pass
@@ -97,14 +100,14 @@ class Handler(BaseHTTPRequestHandler):
         due = max(accepted + work["budget"], time.monotonic() + _MIN_WORK)
         start = due - work["budget"]
         reply = self.pool.call(work, due=due, grace=self.limits.grace)
-        if reply.kind == "answer":
+        if reply.kind == "answer" and reply.body is not None:
             return self._send(HTTPStatus(reply.body["status"]), reply.body["body"])
         if reply.kind == "busy":
             return self._error(HTTPStatus.SERVICE_UNAVAILABLE, "busy: every solver process was taken until "
                                "this request's timeout, retry")
         reason = {"timeout": f"stopped at the request's time limit ({work['budget']:g} s)",
-                  "memory": f"stopped: the work reached the memory limit ({self.limits.worker_memory >> 20} MiB)",
-                  "died": "stopped: the solver process ended unexpectedly"}[reply.kind]
+                  "memory": f"stopped: the work reached the memory limit ({self.limits.worker_memory >> 20} "
+                  "MiB)", "died": "stopped: the solver process ended unexpectedly"}[reply.kind]
         self._send(HTTPStatus.OK, stopped(work, reason, round(time.monotonic() - start, 3)))
 
     def _body(self) -> dict | None:
@@ -112,20 +115,24 @@ class Handler(BaseHTTPRequestHandler):
         try:
             length = int(self.headers.get("Content-Length", ""))
         except ValueError:
-            return self._error(HTTPStatus.LENGTH_REQUIRED, "Content-Length required")
+            self._error(HTTPStatus.LENGTH_REQUIRED, "Content-Length required")
+            return None
         if length > self.limits.max_body or length < 0:
             self.close_connection = True
             if 0 < length <= _DRAIN_LIMIT:        # read it away so the client sees the answer, not a reset
                 for _ in range(0, length, 1 << 20):
                     self.rfile.read(min(1 << 20, length))
                     length -= 1 << 20
-            return self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {self.limits.max_body} bytes")
+            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {self.limits.max_body} bytes")
+            return None
         try:
             body = json.loads(self.rfile.read(length) or b"null")
         except (ValueError, UnicodeDecodeError, RecursionError):
-            return self._error(HTTPStatus.BAD_REQUEST, "body is not JSON")
+            self._error(HTTPStatus.BAD_REQUEST, "body is not JSON")
+            return None
         if not isinstance(body, dict):
-            return self._error(HTTPStatus.BAD_REQUEST, "body must be a JSON object")
+            self._error(HTTPStatus.BAD_REQUEST, "body must be a JSON object")
+            return None
         return body
 
 
@@ -209,7 +216,8 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, limits: ServiceLimits
 
 def serve(host: str = "127.0.0.1", port: int = 8000) -> None:
     server = make_server(host, port)
-    print(f"shapeproof service on http://{host}:{server.server_port} (GET /openapi.json for the API)", flush=True)
+    print(f"shapeproof service on http://{host}:{server.server_port} (GET /openapi.json for the API)",
+          flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -6,9 +6,8 @@
 """
 from __future__ import annotations
 
-from shapeproof.solver import formula as F
-from shapeproof.solver.api import prove
-from shapeproof.solver.parse import parse_condition
+from shapeproof import solver as S
+from shapeproof.solver import parse_condition, prove
 
 from .env import ShapeEnv
 from .explain import Explanation
@@ -28,7 +27,7 @@ def explain_guard(text, ranges: dict, where: Provenance | None = None, sources: 
     """
     cond = parse_condition(text)
     names = sorted(s.name for s in cond.free_symbols)
-    witness = prove(F.neg(cond), ranges=ranges, strategy=strategy, timeout=timeout)
+    witness = prove(S.neg(cond), ranges=ranges, strategy=strategy, timeout=timeout)
     point = witness.counterexample or {}
     env = ShapeEnv(strategy=strategy, timeout=timeout, specialize_zero_one=False)
     mapping = {}
@@ -38,7 +37,7 @@ def explain_guard(text, ranges: dict, where: Provenance | None = None, sources: 
         source = Source((sources or {}).get(name, name))
         mapping[name] = env.create_backed_symbol(hint, source, declared=(lo, hi), name=f"_{name}",
                                                  dim_name=name, is_size=False)
-    renamed = F.substitute(cond, {s: mapping[s.name] for s in cond.free_symbols})
+    renamed = S.substitute(cond, {s: mapping[s.name] for s in cond.free_symbols})
     guard = env.record_guard(renamed, where=where or Provenance())
     if guard is None:   # constant after substitution: nothing to explain beyond its value
         raise ValueError(f"{text} does not depend on any symbol")

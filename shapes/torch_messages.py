@@ -24,8 +24,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from shapeproof.solver.api import DEFAULT_TIMEOUT
-from shapeproof.solver.parse import ParseError, parse_condition
+from shapeproof.solver import DEFAULT_TIMEOUT, ParseError, parse_condition
 
 from .explain import Explanation
 from .provenance import Frame, Provenance
@@ -80,7 +79,8 @@ class TorchGuard:
     guard: str
     ranges: dict[str, tuple]
     sources: dict[str, str]
-    kind: str                   # constraint / equality / specialization / data-dependent / data-dependent value
+    # constraint / equality / specialization / data-dependent / data-dependent value
+    kind: str
     line: str                   # torch's text it came from
     notes: list[str] = field(default_factory=list)
     where: Frame | None = None
@@ -151,7 +151,8 @@ class _Names:
             why = "the text gives no range" if text is None else "the declared range is torch's default"
             return implicit, [f"{why} for {name}: using torch's implicit range {shown}"]
         parts = [p.strip() for p in text.split("<=")]
-        lo_text = parts[0] if len(parts) == 3 or (len(parts) == 2 and _RANGE_BOUND.fullmatch(parts[0])) else None
+        lo_text = parts[0] if len(parts) == 3 or (len(parts) == 2
+                                                  and _RANGE_BOUND.fullmatch(parts[0])) else None
         hi_text = parts[-1] if len(parts) == 3 or (len(parts) == 2 and lo_text is None) else None
         lo = int(lo_text) if lo_text and _RANGE_BOUND.fullmatch(lo_text) else None
         hi = int(hi_text) if hi_text and _RANGE_BOUND.fullmatch(hi_text) else None
@@ -220,7 +221,7 @@ def _blocks(text: str) -> list[str]:
 
 def _items(block: str, names: _Names):
     """(guard, kind, line, region) for every guard statement of one message, in order."""
-    found = []
+    found: list[tuple] = []
     for m in _NOT_ALL.finditer(block):
         name = names.declare(m.group("var"), m.group("range"))
         if m.group("guard") is not None:
@@ -231,8 +232,8 @@ def _items(block: str, names: _Names):
             found.append((m.start(), f"{name} == ({names.rename(_sentence(m.group('equal')))})", "equality",
                           m.group()))
     for m in _EQUAL.finditer(block):
-        found.append((m.start(), f"{names.declare(m.group('a'))} == {names.declare(m.group('b'))}", "equality",
-                      m.group()))
+        found.append((m.start(), f"{names.declare(m.group('a'))} == {names.declare(m.group('b'))}",
+                      "equality", m.group()))
     for m in _RELATED.finditer(block):
         names.declare(m.group("a"))
         names.declare(m.group("b"))

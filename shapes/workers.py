@@ -37,6 +37,8 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any, cast
 
 __all__ = ["Reply", "WorkerPool"]
 
@@ -57,7 +59,7 @@ class Reply:
 @dataclass
 class _Worker:
     process: multiprocessing.process.BaseProcess
-    conn: object
+    conn: Connection
     idle_since: float = field(default_factory=time.monotonic)
     nice: int = 0                           # _LOWEST while its call is heavy
     ready: bool = False                     # it said so: its signal handlers are in place
@@ -65,7 +67,8 @@ class _Worker:
 
 
 class WorkerPool:
-    """At most ``size`` worker processes, each running ``handler`` ("module:function") on one request at a time.
+    """At most ``size`` worker processes, each running ``handler`` ("module:function") on one request at a
+    time.
 
     ``handler(request: dict, seconds: float) -> dict`` gets the seconds left
     until its answer is due; it is killed ``grace`` seconds after that.
@@ -79,7 +82,7 @@ class WorkerPool:
         self.idle_seconds, self.heavy_after = idle_seconds, heavy_after
         self._heavy = threading.BoundedSemaphore(heavy_slots)
         method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-        self._ctx = multiprocessing.get_context(method)
+        self._ctx: Any = multiprocessing.get_context(method)     # a forkserver or spawn context
         if method == "forkserver":
             self._ctx.set_forkserver_preload(preload)
         self._idle: list[_Worker] = []
@@ -113,7 +116,8 @@ class WorkerPool:
         try:
             if not _await_ready(worker, due):    # still starting (a busy machine): healthy, keep it
                 return Reply("timeout"), True
-            worker.conn.send_bytes(json.dumps({"request": request, "seconds": due - time.monotonic()}).encode())
+            worker.conn.send_bytes(json.dumps({"request": request,
+                                               "seconds": due - time.monotonic()}).encode())
             if not self._wait(worker, due, deadline):
                 return Reply("timeout"), False
             message = json.loads(worker.conn.recv_bytes())
@@ -135,7 +139,7 @@ class WorkerPool:
         the rest.  CPU, not wall time: on a busy machine a cheap call waits for
         the CPU too.
         """
-        pid = worker.process.pid
+        pid = _pid(worker)
         start, asked, heavy, holds, paused = _cpu_seconds(pid), False, False, False, False
         try:
             while True:
@@ -208,11 +212,11 @@ class WorkerPool:
             _kill(worker)
         multiprocessing.active_children()       # reaps the workers that have finished dying
         for _ in range(missing):
-            worker = None
+            spawned: _Worker | None = None
             try:
-                worker = self._spawn()
+                spawned = self._spawn()
             finally:
-                self._release(worker, keep=worker is not None)
+                self._release(spawned, keep=spawned is not None)
 
     def stats(self) -> dict:
         with self._cond:
@@ -250,7 +254,7 @@ class WorkerPool:
     def _release(self, worker: _Worker | None, keep: bool) -> None:
         with self._cond:
             keep = keep and not self._closed
-            if keep:
+            if keep and worker is not None:
                 worker.idle_since = time.monotonic()
                 self._idle.append(worker)
             else:
@@ -268,6 +272,11 @@ class WorkerPool:
         return _Worker(process, parent)
 
 
+def _pid(worker: _Worker) -> int:
+    """The worker's process id (it has one: workers are started before they are handed out)."""
+    return cast(int, worker.process.pid)
+
+
 def _cpu_seconds(pid: int) -> tuple[float, float]:
     """User and user + system CPU seconds a process has used (Linux ``/proc``; zeros elsewhere, and then
     nothing counts as heavy).  A fresh fork's first call spends tens of ms of system time in copy-on-write
@@ -283,7 +292,7 @@ def _cpu_seconds(pid: int) -> tuple[float, float]:
 def _renice(worker: _Worker, nice: int) -> None:
     worker.nice = nice
     try:
-        os.setpriority(os.PRIO_PROCESS, worker.process.pid, nice)
+        os.setpriority(os.PRIO_PROCESS, _pid(worker), nice)
     except (AttributeError, OSError):       # no setpriority here, or the process is gone
         pass
 
@@ -302,7 +311,7 @@ def _await_ready(worker: _Worker, until: float) -> bool:
 
 def _signal(worker: _Worker, signum: int) -> None:
     try:
-        os.kill(worker.process.pid, signum)
+        os.kill(_pid(worker), signum)
     except OSError:                           # already gone
         pass
 
@@ -311,7 +320,7 @@ def _restore(worker: _Worker) -> bool:
     """Whether the worker runs at normal priority again (raising it back needs privileges most lack)."""
     if worker.nice:
         try:
-            os.setpriority(os.PRIO_PROCESS, worker.process.pid, 0)
+            os.setpriority(os.PRIO_PROCESS, _pid(worker), 0)
         except (AttributeError, OSError):
             return False
         worker.nice = 0

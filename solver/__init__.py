@@ -4,23 +4,54 @@
 >>> prove("(1 + (L - 1) // 2) != 1", ranges={"L": (3, 4096)}).status.value
 'proven'
 
-Terms (``terms``) and conditions (``formula``) follow Python's integer
-semantics; ``parse`` reads guard text safely; each strategy module decides
-queries behind one interface (``strategy.Strategy``); ``prove`` is the entry
-point.  No torch import anywhere in this package.
+This namespace is the solver's public facade, and the only thing the upper
+layers import from it (``tests/test_layers.py`` checks):
+
+* questions: ``prove``, ``simplify``, ``bounds``, ``evaluate``,
+  ``classify_fact``, on a ``Solver`` (one per shape environment) or on the
+  default one;
+* the language: terms (``symbol``, the node classes, float constructors in
+  ``floats``), conditions (``Rel``, ``conj``, ``neg``, ...), the safe parser,
+  printing and guard code;
+* for strategies written elsewhere (torch's own, in ``tracer``): ``Strategy``,
+  ``Problem``, ``Outcome`` and the checks around them.
+
+What each node means is its row of ``nodes.TABLE``.  No torch import anywhere in this package.
 """
-from .api import DEFAULT_TIMEOUT, STRATEGIES, prove, simplify
-from .evaluate import Undefined, evaluate_term, holds
-from .formula import FALSE, TRUE, And, Formula, Or, Rel, conj, disj, eq, ge, gt, le, lt, ne, neg, rel
-from .parse import ParseError, parse, parse_condition, parse_term
-from .problem import Problem
-from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, symbol
-from .verdict import Status, Verdict
+from . import floats
+from .api import DEFAULT_SOLVER, STRATEGIES, bounds, prove, simplify
+from .bounds import Bounds
+from .classify import Learned, LearnedKind, classify_fact
+from .enumerate import EnumerateStrategy, holds_along
+from .evaluate import Undefined, evaluate_term, holds, truth
+from .formula import (
+    FALSE, TRUE, And, Const, Formula, Or, Rel, conj, disj, eq, formula_str, ge, gt, iff, le, lt, ne, neg, rel,
+    relations, substitute,
+)
+from .guard_code import guard_code
+from .interval import tighten
+from .nodes import TABLE, Kind, Rounding, Row, Unmodelled, row_of, rows_named
+from .parse import Limits, ParseError, parse, parse_condition, parse_term
+from .problem import Deadline, Problem
+from .solver import DEFAULT_TIMEOUT, Solver
+from .strategy import Outcome, Strategy, check_counterexample, proven, refuted, sample_points, unknown
+from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, divisors, symbol, term_str
+from .verdict import Status, Verdict, Vocabulary
+
+evaluate = evaluate_term
 
 __all__ = [
-    "prove", "simplify", "STRATEGIES", "DEFAULT_TIMEOUT", "Verdict", "Status", "Problem",
-    "parse", "parse_condition", "parse_term", "ParseError",
-    "Formula", "Rel", "And", "Or", "TRUE", "FALSE", "rel", "eq", "ne", "lt", "le", "gt", "ge",
-    "conj", "disj", "neg", "FloorDiv", "Mod", "CeilDiv", "TruncDiv", "Min", "Max", "symbol",
-    "evaluate_term", "holds", "Undefined",
+    # questions
+    "prove", "simplify", "bounds", "evaluate", "classify_fact", "Solver", "DEFAULT_SOLVER", "STRATEGIES",
+    "DEFAULT_TIMEOUT", "Verdict", "Status", "Vocabulary", "Learned", "LearnedKind", "holds", "truth",
+    "evaluate_term", "Undefined", "holds_along", "tighten", "Bounds",
+    # the language
+    "parse", "parse_condition", "parse_term", "ParseError", "Limits",
+    "Formula", "Rel", "And", "Or", "Const", "TRUE", "FALSE", "rel", "eq", "ne", "lt", "le", "gt", "ge",
+    "conj", "disj", "neg", "iff", "substitute", "relations", "formula_str",
+    "FloorDiv", "Mod", "CeilDiv", "TruncDiv", "Min", "Max", "symbol", "divisors", "term_str", "floats",
+    "guard_code", "TABLE", "Kind", "Rounding", "Row", "Unmodelled", "row_of", "rows_named",
+    # for strategies written elsewhere
+    "Strategy", "Outcome", "Problem", "Deadline", "EnumerateStrategy", "proven", "refuted", "unknown",
+    "check_counterexample", "sample_points",
 ]

@@ -1,36 +1,26 @@
-"""``prove``: the one query interface of the solver."""
+"""The module-level questions: ``prove``, ``simplify``, ``bounds`` on a default ``Solver``.
+
+The upper layers (``shapes``, ``tracer``, ``export``) own ``Solver`` objects of
+their own (one per shape environment); these functions serve one-off
+questions (the CLI, the service, explanations of pasted guards).  The default
+solver's state is its caches of decided verdicts and completed rewrites, each
+keyed by the whole question.
+"""
 from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from .cascade import Cascade
-from .enumerate import EnumerateStrategy
-from .interval import IntervalStrategy
-from .parse import parse
-from .problem import Deadline, Problem, normalize_ranges
-from .rewrite import Normalizer, RewriteStrategy
-from .smt import Z3Strategy
-from .strategy import Strategy, run
-from .tight import TightBounds
-from .formula import Formula
+from .solver import DEFAULT_TIMEOUT, Solver
+from .strategy import Strategy
 from .verdict import Verdict
 
-__all__ = ["prove", "simplify", "STRATEGIES", "DEFAULT_TIMEOUT"]
+__all__ = ["prove", "simplify", "bounds", "STRATEGIES", "DEFAULT_TIMEOUT", "DEFAULT_SOLVER"]
 
-DEFAULT_TIMEOUT = 2.0
-
-_CASCADE = Cascade()
-
-STRATEGIES: dict[str, object] = {
-    "interval": IntervalStrategy(),
-    "rewrite": RewriteStrategy(),
-    "enumerate": EnumerateStrategy(),
-    "z3": Z3Strategy(),
-    "cascade": _CASCADE,
-}
+DEFAULT_SOLVER = Solver()
+STRATEGIES = DEFAULT_SOLVER.strategies          # by name: interval, rewrite, enumerate, z3, cascade
 
 
-def prove(goal, ranges: Mapping | None = None, facts: Iterable = (), strategy="cascade",
+def prove(goal, ranges: Mapping | None = None, facts: Iterable = (), strategy: str | Strategy = "cascade",
           timeout: float = DEFAULT_TIMEOUT) -> Verdict:
     """Prove ``goal`` for every value in ``ranges`` where all ``facts`` hold.
 
@@ -46,18 +36,7 @@ def prove(goal, ranges: Mapping | None = None, facts: Iterable = (), strategy="c
     >>> v.status.value, v.counterexample
     ('refuted', {'T': 4})
     """
-    deadline = Deadline(timeout)              # the budget covers reading the guard too
-    if isinstance(strategy, str):
-        try:
-            strategy = STRATEGIES[strategy]
-        except KeyError:
-            raise ValueError(f"unknown strategy {strategy!r}; choose one of {sorted(STRATEGIES)}") from None
-    problem = Problem.build(goal, ranges, facts)
-    if isinstance(strategy, Cascade):
-        return strategy(problem, deadline)
-    if isinstance(strategy, Strategy):
-        return run(strategy, problem, deadline)
-    raise TypeError(f"not a strategy: {strategy!r}")
+    return DEFAULT_SOLVER.prove(goal, ranges, facts, strategy, timeout)
 
 
 def simplify(expression, ranges: Mapping | None = None, timeout: float = DEFAULT_TIMEOUT):
@@ -69,9 +48,13 @@ def simplify(expression, ranges: Mapping | None = None, timeout: float = DEFAULT
     >>> term_str(simplify("(T + ((16 - T % 16) % 16)) // 16", {"T": (1, None)}))
     '-((-T) // 16)'
     """
-    value = parse(expression) if isinstance(expression, str) else expression
-    deadline = Deadline(timeout)
-    normalizer = Normalizer(TightBounds(normalize_ranges(ranges), deadline), deadline)
-    if isinstance(value, Formula):
-        return normalizer.formula(value)
-    return normalizer(value)
+    return DEFAULT_SOLVER.simplify(expression, ranges, timeout)
+
+
+def bounds(expression, ranges: Mapping | None = None, timeout: float = DEFAULT_TIMEOUT):
+    """``(lo, hi)`` of a term over ``ranges`` after normalization (None for an unbounded end).
+
+    >>> bounds("T - 16*(T // 16)", {"T": (0, None)})
+    (0, 15)
+    """
+    return DEFAULT_SOLVER.bounds(expression, ranges, timeout)

@@ -4,9 +4,10 @@ Order and why: ``interval`` costs microseconds and settles most guards torch
 itself could settle; ``enumerate`` is complete and the fastest procedure on
 small boxes (about 0.1 ms for a few thousand points, with the smallest
 counterexample); ``probe`` evaluates the low ends of larger boxes (an
-unbounded ``u0 == 0`` fails at 0 in microseconds); ``rewrite`` normalizes ``//`` and ``%`` and settles many
-unbounded guards; ``z3`` then works on the *rewritten* problem, where the
-nested pad-to-multiple guards it gives up on in their raw form are easy;
+unbounded ``u0 == 0`` fails at 1 in microseconds); ``rewrite`` normalizes
+``//`` and ``%`` and settles many unbounded guards; ``z3`` then works on the
+*rewritten* problem, where the nested pad-to-multiple guards it gives up on in
+their raw form are easy;
 ``enumerate`` gets a second, larger budget for boxes too big for the first
 pass (``z3`` leaves it half the time when it can decide the box).  Decided
 verdicts are cached by the query's canonical form (goal, facts, ranges), so a
@@ -24,9 +25,9 @@ from .enumerate import EnumerateStrategy
 from .interval import IntervalStrategy
 from .probe import ProbeStrategy
 from .problem import Deadline, Problem
-from .rewrite import RewriteStrategy, Simplified
+from .rewrite import Reductions, RewriteStrategy, Simplified
 from .smt import Z3Strategy
-from .strategy import Strategy, run
+from .strategy import Outcome, Strategy, run
 from .verdict import Status, Verdict
 
 __all__ = ["Cascade"]
@@ -42,25 +43,46 @@ def _clip(lo, hi) -> tuple:
     return lo, lo + _EXACT_SPAN if hi is None else min(hi, lo + _EXACT_SPAN)
 
 
-class Cascade:
-    """Runs strategies in order until one decides; thread-safe LRU cache of decided verdicts."""
+def default_stages(reductions: Reductions) -> list[Strategy]:
+    """The cascade's stages in the order above; ``rewrite`` and ``rewrite+z3`` share ``reductions``."""
+    return [
+        IntervalStrategy(),
+        EnumerateStrategy(max_points=100_000),
+        ProbeStrategy(),
+        RewriteStrategy(reductions),
+        Simplified(Z3Strategy(), reductions),
+        EnumerateStrategy(max_points=4_000_000),
+    ]
+
+
+class Cascade(Strategy):
+    """Runs strategies in order until one decides; thread-safe LRU cache of decided verdicts.
+
+    Its verdict names the stage that decided (``enumerate``, ``rewrite+z3``, ...), so it answers through
+    ``verdict`` rather than ``decide``; each stage's answer is checked by ``strategy.run``.
+    """
 
     name = "cascade"
+    decides_floats = True       # it routes float nodes to enumeration itself
 
-    def __init__(self, stages: Sequence[Strategy] | None = None, cache_size: int = 8192):
-        self.stages = list(stages) if stages is not None else [
-            IntervalStrategy(),
-            EnumerateStrategy(max_points=100_000),
-            ProbeStrategy(),
-            RewriteStrategy(),
-            Simplified(Z3Strategy()),
-            EnumerateStrategy(max_points=4_000_000),
-        ]
+    def __init__(self, stages: Sequence[Strategy] | None = None, cache_size: int = 8192,
+                 reductions: Reductions | None = None):
+        self.stages = list(stages) if stages is not None else default_stages(
+            reductions if reductions is not None else Reductions())
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple, Verdict] = OrderedDict()
         self._lock = threading.Lock()
 
+    def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
+        verdict = self.verdict(problem, deadline)
+        point = None if verdict.counterexample is None else {
+            s: verdict.counterexample[s.name] for s in problem.symbols}
+        return Outcome(verdict.status, verdict.reason, point)
+
     def __call__(self, problem: Problem, deadline: Deadline) -> Verdict:
+        return self.verdict(problem, deadline)
+
+    def verdict(self, problem: Problem, deadline: Deadline) -> Verdict:
         start = time.perf_counter()
         with self._lock:
             hit = self._cache.get(problem.key)
@@ -74,7 +96,8 @@ class Cascade:
                 reasons.append("out of time")
                 break
             if problem.has_floats and not stage.decides_floats:
-                continue            # float nodes that are not exact in doubles: only enumeration evaluates them
+                # float nodes that are not exact in doubles: only enumeration evaluates them
+                continue
             budget = self._budget(i, problem, deadline) if stage.open_ended else deadline
             verdict = run(stage, problem, budget)
             if verdict.decided:
@@ -90,7 +113,8 @@ class Cascade:
             if refuted is not None:
                 return replace(refuted, seconds=time.perf_counter() - start,
                                reason=f"{refuted.reason} (in the part of the ranges where doubles are exact)")
-            reasons.insert(0, "float arithmetic that is not exact in doubles over the ranges (only enumeration "
+            reasons.insert(0,
+                           "float arithmetic that is not exact in doubles over the ranges (only enumeration "
                               "evaluates it)")
         return Verdict(Status.UNKNOWN, self.name, time.perf_counter() - start, "; ".join(reasons))
 

@@ -22,21 +22,22 @@ import numpy as np
 import sympy
 from sympy import Expr, Symbol
 
-from . import floats as FL
 from . import formula as F
+from .nodes import FLOAT_WRAPPERS, FloatTerm, Kind, row_of
 from .problem import Deadline, Problem
 from .strategy import Outcome, Strategy, proven, refuted, unknown
-from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, iter_nodes
+from .terms import iter_nodes
 
 __all__ = ["EnumerateStrategy", "holds_along"]
 
 _SAFE_MAGNITUDE = 2.0 ** 62      # half of int64's range: room for float rounding in the magnitude shadow
-_EXACT_FLOAT = 2 ** 53           # ints up to here convert to float64 exactly
-_FLOAT_BINARY = {FL.FAdd: np.add, FL.FSub: np.subtract, FL.FMul: np.multiply, FL.FDiv: np.true_divide,
-                 FL.FFloorDiv: np.floor_divide, FL.FMod: np.remainder}   # numpy's // and % on floats are Python's
-_ROUNDING = {FL.FloorToInt: np.floor, FL.CeilToInt: np.ceil, FL.TruncToInt: np.trunc}
-_COMPARE = {FL.FloatLt: np.less, FL.FloatLe: np.less_equal, FL.FloatEq: np.equal}
-_RING = (sympy.Add, sympy.Mul, sympy.Pow)
+
+
+def _union(masks):
+    out: np.ndarray | bool = False
+    for mask in masks:
+        out = out | mask
+    return out
 
 
 class _Overflow(Exception):
@@ -50,15 +51,16 @@ def _safe(divisor: np.ndarray) -> np.ndarray:
 class _Vectorized:
     """Evaluates terms and truth values (Python's and/or) over arrays of points, exactly or not at all.
 
-    int64 ``+ - *`` are exact modulo 2**64, so a polynomial whose true value fits
-    comes out right even if a partial result wrapped; only values read by
-    something else (``//``, ``%``, min/max, a comparison, a zero test) must
-    truly fit.  Beside each value the evaluator keeps a float *magnitude*: the
-    polynomial with every sign made positive, evaluated on ``|leaves|``, which
-    bounds the true value and is itself computed with only relative rounding
-    error.  A read of a value whose magnitude reaches 2**62 in any lane raises
-    ``_Overflow``.  This is checked per point, so it refuses only where values
-    are really large, not where interval bounds merely could be.
+    Each node's value is its row's ``numpy`` column (``nodes.py``); this class
+    keeps it exact.  int64 ``+ - *`` are exact modulo 2**64, so a polynomial
+    whose true value fits comes out right even if a partial result wrapped;
+    only values read by something else (``//``, ``%``, min/max, a comparison,
+    a zero test) must truly fit.  Beside each value the evaluator keeps a float
+    *magnitude*: the polynomial with every sign made positive, evaluated on
+    ``|leaves|``, which bounds the true value and is itself computed with only
+    relative rounding error.  A read of a value whose magnitude reaches 2**62
+    in any lane raises ``_Overflow``.  This is checked per point, so it refuses
+    only where values are really large, not where interval bounds merely could be.
     """
 
     def __init__(self, env: dict[Symbol, np.ndarray]):
@@ -88,114 +90,91 @@ class _Vectorized:
         if isinstance(t, Symbol):
             value = self.env[t]
             return value, np.abs(value.astype(np.float64))
-        if isinstance(t, _RING):
-            return self._ring(t)
-        if isinstance(t, FL.FLOAT_WRAPPERS):
-            value = self._wrapper(t)
-            return value, np.abs(value.astype(np.float64))
-        args = [self.term(a) for a in t.args]
-        value = self._division_or_choice(t, args)
+        row = row_of(t)
+        if row.kind is Kind.RING:
+            return self._ring(t, row)
+        if row.is_float:
+            raise TypeError(f"not an integer term: {t}")
+        if row.is_wrapper:
+            value = self._wrapper(t, row)
+        else:
+            args = [self.term(a) for a in t.args]
+            if row.divisor is not None:
+                args[row.divisor] = _safe(args[row.divisor])      # those lanes are undefined anyway
+            value = row.numpy(*args)
         return value, np.abs(np.asarray(value).astype(np.float64))
 
-    def _ring(self, t: Expr):
-        pairs = [self._pair(a) for a in t.args]
-        if isinstance(t, sympy.Pow):
-            (base, base_mag), n = pairs[0], int(t.args[1])
-            with np.errstate(over="ignore"):
-                return base ** n, base_mag ** n
-        value, magnitude = pairs[0]
+    def _ring(self, t: Expr, row):
+        """The value and its magnitude shadow, both by the row's ``numpy`` column."""
         with np.errstate(over="ignore"):
-            for v, m in pairs[1:]:
-                if isinstance(t, sympy.Add):
-                    value, magnitude = value + v, magnitude + m
-                else:
-                    value, magnitude = value * v, magnitude * m
-        return value, magnitude
+            if row.cls is sympy.Pow:
+                (base, base_mag), n = self._pair(t.args[0]), int(t.args[1])
+                return row.numpy(base, n), row.numpy(base_mag, n)
+            pairs = [self._pair(a) for a in t.args]
+            return row.numpy(*(v for v, _ in pairs)), row.numpy(*(m for _, m in pairs))
 
     # -- float nodes ------------------------------------------------------------------
     def _bad_in(self, t: Expr):
         """Lanes where a float wrapper inside the integer term ``t`` is undefined."""
-        bad = False
+        bad: np.ndarray | bool = False
         for node in iter_nodes(t):
-            if isinstance(node, FL.FLOAT_WRAPPERS):
+            if isinstance(node, FLOAT_WRAPPERS):
                 if node not in self.bad:
                     self.term(node)
                 bad = bad | self.bad[node]
         return bad
 
-    def _exact_int(self, t: Expr):
-        """An int term as float64 with its undefined lanes; refused beyond 2**53 (not converted exactly)."""
-        value, magnitude = self._pair(t)
-        if not np.all(magnitude <= _EXACT_FLOAT):
-            raise _Overflow(t)
-        return np.asarray(value).astype(np.float64), self._bad_in(t)
+    def _operand(self, a: Expr, row):
+        """``(float64 values, undefined lanes)`` of an operand of the float node ``row``.
+
+        An int operand is refused where it may reach ``row.exact_ints_below``: numpy converts it to a
+        double before operating, Python does not (``a / b`` rounds once, ``x < 0.5`` compares exactly).
+        """
+        if isinstance(a, FloatTerm):
+            cached = self.float_memo.get(a)
+            if cached is None:
+                cached = self.float_memo[a] = self._float(a)
+            return cached
+        if row.exact_ints_below >= _SAFE_MAGNITUDE:
+            value = self.term(a)
+        else:
+            value, magnitude = self._pair(a)
+            if not np.all(magnitude <= row.exact_ints_below):
+                raise _Overflow(a)
+        return np.asarray(value).astype(np.float64), self._bad_in(a)
 
     def _float(self, f: Expr):
-        """``(float64 values, undefined lanes)`` of a float term or an int operand of a comparison."""
-        if not isinstance(f, FL.FloatTerm):
-            return self._exact_int(f)
-        cached = self.float_memo.get(f)
-        if cached is None:
-            cached = self.float_memo[f] = self._float_compute(f)
-        return cached
-
-    def _float_compute(self, f: Expr):
+        row = row_of(f)
+        if row.kind is Kind.FLOAT_CONST:
+            return row.numpy(f.value), False
         with np.errstate(all="ignore"):
-            if isinstance(f, FL.FloatConst):
-                return np.float64(f.value), False
-            if isinstance(f, FL.ToFloat):
-                return np.asarray(self.term(f.args[0])).astype(np.float64), self._bad_in(f.args[0])
-            if isinstance(f, FL.FNeg):
-                value, bad = self._float(f.args[0])
-                return -value, bad
-            if isinstance(f, FL.IntTrueDiv):
-                (a, bad_a), (b, bad_b) = self._exact_int(f.args[0]), self._exact_int(f.args[1])
-            else:
-                (a, bad_a), (b, bad_b) = self._float(f.args[0]), self._float(f.args[1])
-            bad = bad_a | bad_b
-            if isinstance(f, (FL.IntTrueDiv, FL.FDiv, FL.FFloorDiv, FL.FMod)):
-                zero = b == 0
+            operands = [self._operand(a, row) for a in f.args]
+            values = [v for v, _ in operands]
+            bad = _union(b for _, b in operands)
+            if row.divisor is not None:                 # Python raises ZeroDivisionError there
+                zero = values[row.divisor] == 0
                 bad = bad | zero
-                b = np.where(zero, 1.0, b)
-            value = (np.true_divide if isinstance(f, FL.IntTrueDiv) else _FLOAT_BINARY[type(f)])(a, b)
+                values[row.divisor] = np.where(zero, 1.0, values[row.divisor])
+            value = row.numpy(*values)
         if not np.all(np.isfinite(value) | bad):
             raise _Overflow(f)
         return value, bad
 
-    def _wrapper(self, node: Expr):
-        if isinstance(node, FL.Defined):
+    def _wrapper(self, node: Expr, row):
+        if row.kind is Kind.DEFINED:
             self.term(node.args[0])
             self.bad[node] = self.bad[node.args[0]]
-            return np.ones(1, dtype=np.int64)
-        if type(node) in _COMPARE:
-            (x, bad_x), (y, bad_y) = self._float(node.args[0]), self._float(node.args[1])
-            self.bad[node] = bad_x | bad_y
-            return np.asarray(_COMPARE[type(node)](x, y)).astype(np.int64)
-        value, bad = self._float(node.args[0])
+            return row.numpy(None)
+        operands = [self._operand(a, row) for a in node.args]
+        bad = _union(b for _, b in operands)
         with np.errstate(all="ignore"):
-            rounded = _ROUNDING[type(node)](value)
-            if not np.all((np.abs(rounded) < _SAFE_MAGNITUDE) | bad):
-                raise _Overflow(node)
-            self.bad[node] = bad
-            return np.asarray(np.where(bad, 0.0, rounded)).astype(np.int64)
-
-    @staticmethod
-    def _division_or_choice(t: Expr, args):
-        if isinstance(t, FloorDiv):
-            return args[0] // _safe(args[1])
-        if isinstance(t, Mod):
-            return args[0] % _safe(args[1])
-        if isinstance(t, CeilDiv):
-            return -((-args[0]) // _safe(args[1]))
-        if isinstance(t, TruncDiv):
-            a, b = args[0], _safe(args[1])
-            q = np.abs(a) // np.abs(b)
-            return np.where((a >= 0) == (b > 0), q, -q)
-        if isinstance(t, Min):
-            return np.minimum.reduce(np.broadcast_arrays(*args))
-        if isinstance(t, Max):
-            return np.maximum.reduce(np.broadcast_arrays(*args))
-        raise TypeError(f"not an integer term: {t}")
+            value = row.numpy(*(v for v, _ in operands))
+            if row.kind is Kind.ROUNDING:
+                if not np.all((np.abs(value) < _SAFE_MAGNITUDE) | bad):
+                    raise _Overflow(node)
+                value = np.where(bad, 0.0, value)
+        self.bad[node] = bad
+        return np.asarray(value).astype(np.int64)
 
     def truth(self, f: F.Formula, size: int) -> tuple[np.ndarray, np.ndarray]:
         """Masks of the points where ``f`` is (defined and true, defined and false)."""
@@ -244,14 +223,16 @@ class EnumerateStrategy(Strategy):
 
     def covers(self, problem: Problem) -> bool:
         """Whether this strategy can decide ``problem`` given time (a box it enumerates, in int64)."""
-        return problem.bounded and problem.box_size <= self.max_points and _in_int64(problem.ranges.values())
+        size = problem.box_size
+        return size is not None and size <= self.max_points and _in_int64(problem.ranges.values())
 
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
-        if not problem.bounded:
-            return unknown("a range is unbounded, so the box cannot be enumerated")
         size = problem.box_size
+        if size is None:
+            return unknown("a range is unbounded, so the box cannot be enumerated")
         if size > self.max_points:
-            return unknown(f"the box has {size} points, more than the {self.max_points} this strategy enumerates")
+            return unknown(f"the box has {size} points, more than the {self.max_points} this strategy "
+                           "enumerates")
         if not _in_int64(problem.ranges.values()):
             return unknown("the box reaches past int64")
         lows = [problem.ranges[s][0] for s in problem.symbols]

@@ -32,19 +32,23 @@ from sympy import Expr, Integer, Symbol
 from . import floats as FL
 from . import formula as F
 from .bounds import Bounds
-from .terms import CeilDiv, FloorDiv, TruncDiv, divisors, iter_nodes
+from .nodes import TABLE, Kind
+from .terms import divisors, iter_nodes
 
 __all__ = ["exact_floats"]
 
 _MANTISSA = 2 ** 53
 _MAX_SCALE = 1000           # 2**-1074 is the finest double; stay well above it
-_ROUNDED = {FL.FloorToInt: FloorDiv, FL.CeilToInt: CeilDiv, FL.TruncToInt: TruncDiv}
-_OP = {FL.FloatLt: "<", FL.FloatLe: "<=", FL.FloatEq: "=="}
+# rounding an exact quotient is an integer node (``math.floor(a / b)`` is ``a // b``): the row's
+# ``quotient_node``
+_ROUNDED = {row.cls: row.quotient_node for row in TABLE.values() if row.quotient_node is not None}
+_OP = {row.cls: row.infix for row in TABLE.values() if row.kind is Kind.COMPARISON}
 
 
 def exact_floats(goal: F.Formula, facts: tuple, ranges: Mapping[Symbol, tuple]) -> tuple[F.Formula, tuple]:
     """``(goal, facts)`` with every float sub-expression that is exact over ``ranges`` made integer."""
-    if not FL.has_floats(t for f in (goal, *facts) for r in F.relations(f) for t in (r.lhs, r.rhs, *r.divisors)):
+    if not FL.has_floats(t for f in (goal, *facts) for r in F.relations(f)
+                         for t in (r.lhs, r.rhs, *r.divisors)):
         return goal, facts
     from .interval import tighten                # interval imports problem, which imports this module
     narrowed = tighten(ranges, facts) or ranges
@@ -134,7 +138,7 @@ class _Exact:
         if isinstance(f, FL.IntTrueDiv):
             a, b = (self.integer(x) for x in f.args)
             j = None if b is None else _power_of_two(b)
-            if a is None or j is None or not _within(self.bounds(a), _MANTISSA):
+            if a is None or b is None or j is None or not _within(self.bounds(a), _MANTISSA):
                 return None
             return self._fits(a if b > 0 else -a, j)
         if not isinstance(f, (FL.FAdd, FL.FSub, FL.FMul, FL.FDiv)):

@@ -28,144 +28,24 @@ from __future__ import annotations
 
 import math
 
-import sympy
 from sympy import Expr, Integer, Rational
 
 from . import formula as F
-from .terms import _IntNode, iter_nodes
+from .nodes import (
+    COMPARISONS, FLOAT_WRAPPERS, ROUNDING, TABLE, CeilToInt, Defined, FAdd, FDiv, FFloorDiv, FloatConst,
+    FloatEq, FloatLe, FloatLt, FloatTerm, FloorToInt, FMod, FMul, FNeg, FSub, IntTrueDiv, Kind, Rounding,
+    RoundToInt, ToFloat, TruncToInt, _Wrapper,
+)
+from .terms import iter_nodes
 
 __all__ = [
     "FloatTerm", "ToFloat", "FloatConst", "IntTrueDiv", "FAdd", "FSub", "FMul", "FDiv", "FFloorDiv", "FMod",
-    "FNeg", "FloorToInt", "CeilToInt", "TruncToInt", "FloatLt", "FloatLe", "FloatEq", "Defined",
-    "FLOAT_WRAPPERS", "ROUNDING", "COMPARISONS", "is_float", "has_floats", "float_const", "to_float",
-    "float_binop", "true_div", "round_float", "compare_float", "prune_defined",
+    "FNeg", "FloorToInt", "CeilToInt", "TruncToInt", "RoundToInt", "FloatLt", "FloatLe", "FloatEq", "Defined",
+    "FLOAT_WRAPPERS", "ROUNDING", "COMPARISONS", "Rounding", "is_float", "has_floats", "float_const",
+    "to_float", "float_binop", "true_div", "round_float", "compare_float", "prune_defined",
 ]
 
-
-class FloatTerm(Expr):
-    """A float-valued node: opaque to sympy's arithmetic, so nothing is reassociated."""
-
-    is_integer = False
-    is_commutative = True
-    __slots__ = ()
-    symbol_text = ""
-    may_raise = True            # ZeroDivisionError, OverflowError: see formula.may_raise
-
-    def _sympystr(self, printer) -> str:
-        a, b = self.args
-        return f"({printer._print(a)} {self.symbol_text} {printer._print(b)})"
-
-
-class ToFloat(FloatTerm):
-    def _sympystr(self, printer) -> str:
-        return f"float({printer._print(self.args[0])})"
-
-
-class FloatConst(FloatTerm):
-    """A double, stored as its exact value (a dyadic ``Rational``)."""
-
-    @property
-    def value(self) -> float:
-        return float(self.args[0])
-
-    def _sympystr(self, printer) -> str:
-        return repr(self.value)
-
-
-class IntTrueDiv(FloatTerm):
-    """``a / b`` of two ints: Python rounds the exact quotient once."""
-    symbol_text = "/"
-
-
-class FAdd(FloatTerm):
-    symbol_text = "+"
-
-
-class FSub(FloatTerm):
-    symbol_text = "-"
-
-
-class FMul(FloatTerm):
-    symbol_text = "*"
-
-
-class FDiv(FloatTerm):
-    symbol_text = "/"
-
-
-class FFloorDiv(FloatTerm):
-    symbol_text = "//"
-
-
-class FMod(FloatTerm):
-    symbol_text = "%"
-
-
-class FNeg(FloatTerm):
-    def _sympystr(self, printer) -> str:
-        return f"(-{printer._print(self.args[0])})"
-
-
-class _Wrapper(_IntNode):
-    """An integer-valued node over float operands."""
-
-    function = ""
-    may_raise = True
-
-    def __new__(cls, *args):
-        return Expr.__new__(cls, *args)
-
-    def _sympystr(self, printer) -> str:
-        return f"{self.function}({', '.join(_bare(printer, a) for a in self.args)})"
-
-
-def _bare(printer, e: Expr) -> str:
-    """A function argument: a binary float operation without its enclosing parentheses."""
-    text = printer._print(e)
-    return text[1:-1] if isinstance(e, FloatTerm) and len(e.args) == 2 else text
-
-
-class FloorToInt(_Wrapper):
-    function = "math.floor"
-
-
-class CeilToInt(_Wrapper):
-    function = "math.ceil"
-
-
-class TruncToInt(_Wrapper):
-    function = "int"
-
-
-class _Comparison(_Wrapper):
-    python_op = ""
-    is_float_comparison = True          # formula_str prints ``FloatLt(a, b) != 0`` as ``a < b``
-
-    def _sympystr(self, printer) -> str:
-        a, b = self.args
-        return f"({printer._print(a)} {self.python_op} {printer._print(b)})"
-
-
-class FloatLt(_Comparison):
-    python_op = "<"
-
-
-class FloatLe(_Comparison):
-    python_op = "<="
-
-
-class FloatEq(_Comparison):
-    python_op = "=="
-
-
-class Defined(_Wrapper):
-    function = "Defined"
-
-
-ROUNDING = {"floor": FloorToInt, "ceil": CeilToInt, "trunc": TruncToInt}
-COMPARISONS = (FloatLt, FloatLe, FloatEq)
-FLOAT_WRAPPERS = (FloorToInt, CeilToInt, TruncToInt, FloatLt, FloatLe, FloatEq, Defined)
-BINARY = {"+": FAdd, "-": FSub, "*": FMul, "/": FDiv, "//": FFloorDiv, "%": FMod}
+BINARY = {row.infix: row.cls for row in TABLE.values() if row.kind is Kind.FLOAT}
 
 
 def is_float(e: Expr) -> bool:
@@ -200,9 +80,9 @@ def true_div(a: Expr, b: Expr) -> FloatTerm:
     return FDiv(to_float(a), to_float(b))
 
 
-def round_float(kind: str, e: Expr) -> Expr:
-    """``math.floor``/``math.ceil``/``int`` (``kind`` floor/ceil/trunc); an int is returned as is."""
-    return ROUNDING[kind](e) if is_float(e) else e
+def round_float(kind: Rounding | str, e: Expr) -> Expr:
+    """``math.floor``/``math.ceil``/``int``/``round`` of a float (``kind``); an int is returned as is."""
+    return ROUNDING[Rounding(kind)](e) if is_float(e) else e
 
 
 def compare_float(op: str, a: Expr, b: Expr, divisors=frozenset()) -> F.Formula:

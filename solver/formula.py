@@ -18,7 +18,7 @@ relations (``not a < b`` is ``a >= b``, same divisors), so only ``Rel``,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, cast
 
 import sympy
 from sympy import Expr, Integer, Symbol
@@ -39,30 +39,30 @@ COMPARE = {
 }
 
 
-class Formula:
-    """Base class; use ``&``, ``|`` and ``~`` to combine."""
+class _FormulaBase:
+    """Base class of the four kinds of condition; use ``&``, ``|`` and ``~`` to combine."""
 
     __slots__ = ()
 
     def __and__(self, other: "Formula") -> "Formula":
-        return conj(self, other)
+        return conj(cast("Formula", self), other)
 
     def __or__(self, other: "Formula") -> "Formula":
-        return disj(self, other)
+        return disj(cast("Formula", self), other)
 
     def __invert__(self) -> "Formula":
-        return neg(self)
+        return neg(cast("Formula", self))
 
     @property
     def free_symbols(self) -> frozenset[Symbol]:
-        return frozenset().union(*(r.free_symbols for r in relations(self)))
+        return frozenset().union(*(r.free_symbols for r in relations(cast("Formula", self))))
 
     def __str__(self) -> str:
-        return formula_str(self)
+        return formula_str(cast("Formula", self))
 
 
 @dataclass(frozen=True, eq=True, repr=False)
-class Const(Formula):
+class Const(_FormulaBase):
     value: bool
 
     def __repr__(self) -> str:
@@ -74,7 +74,7 @@ FALSE = Const(False)
 
 
 @dataclass(frozen=True, eq=True, repr=False)
-class Rel(Formula):
+class Rel(_FormulaBase):
     """``lhs op rhs``, defined where every term in ``divisors`` is nonzero.
 
     ``divisors`` holds at least the divisors visible in ``lhs`` and ``rhs``;
@@ -103,7 +103,7 @@ class Rel(Formula):
 
 
 @dataclass(frozen=True, eq=True, repr=False)
-class And(Formula):
+class And(_FormulaBase):
     args: tuple
 
     def __repr__(self) -> str:
@@ -111,11 +111,15 @@ class And(Formula):
 
 
 @dataclass(frozen=True, eq=True, repr=False)
-class Or(Formula):
+class Or(_FormulaBase):
     args: tuple
 
     def __repr__(self) -> str:
         return f"Or({formula_str(self)!r})"
+
+
+# A condition is one of these four (a union, so that type checkers narrow by elimination).
+Formula = Const | Rel | And | Or
 
 
 def rel(op: str, lhs, rhs, extra_divisors: Iterable[Expr] = ()) -> Formula:
@@ -150,7 +154,8 @@ def _connective(cls, absorbing: Const, identity: Const, args: Iterable[Formula])
                 if not any(may_raise(p) for p in flat):
                     return absorbing
                 before = _build(cls, identity, tuple(flat))
-                return cls((*before.args, neg(before))) if isinstance(before, cls) else cls((before, neg(before)))
+                parts = before.args if isinstance(before, cls) else (before,)
+                return cls((*parts, neg(before)))
             if part != identity:
                 flat[part] = None
     return _build(cls, identity, tuple(flat))
@@ -164,7 +169,8 @@ def _build(cls, identity: Const, items: tuple) -> Formula:
 
 def may_raise(f: Formula) -> bool:
     """Whether ``f`` can be undefined somewhere (a divisor, or a float node that can raise)."""
-    return any(r.divisors or any(getattr(n, "may_raise", False) for t in (r.lhs, r.rhs) for n in iter_nodes(t))
+    return any(r.divisors
+               or any(getattr(n, "may_raise", False) for t in (r.lhs, r.rhs) for n in iter_nodes(t))
                for r in relations(f))
 
 
@@ -216,7 +222,8 @@ def formula_str(f: Formula) -> str:
     """Python-syntax text that ``shapeproof.solver.parse`` reads back to an equal formula."""
     if isinstance(f, Const):
         return "True" if f.value else "False"
-    if isinstance(f, Rel) and getattr(f.lhs, "is_float_comparison", False) and f.rhs == 0 and f.op in ("==", "!="):
+    if (isinstance(f, Rel) and getattr(f.lhs, "is_float_comparison", False) and f.rhs == 0
+            and f.op in ("==", "!=")):
         text = term_str(f.lhs)[1:-1]            # a comparison with a float side (floats.compare_float)
         return text if f.op == "!=" else f"not ({text})"
     if isinstance(f, Rel):
@@ -234,4 +241,5 @@ def formula_str(f: Formula) -> str:
 
 def _side(term: Expr) -> str:
     text = term_str(term)
-    return text if isinstance(term, (Symbol, Integer)) or not isinstance(term, (sympy.Add, sympy.Mul)) else f"({text})"
+    bare = isinstance(term, (Symbol, Integer)) or not isinstance(term, (sympy.Add, sympy.Mul))
+    return text if bare else f"({text})"

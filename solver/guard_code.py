@@ -27,13 +27,15 @@ from sympy import Expr, Symbol
 
 from . import floats as FL
 from . import formula as F
-from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, divisors
+from .nodes import Kind, row_of
+from .terms import divisors
 
 __all__ = ["guard_code"]
 
 
 def guard_code(formula: F.Formula, sources: Mapping[Symbol, str]) -> str:
-    """Python text of ``formula`` with each symbol read from ``sources[symbol]`` (Python over torch's inputs)."""
+    """Python text of ``formula`` with each symbol read from ``sources[symbol]`` (Python over torch's
+    inputs)."""
     missing = formula.free_symbols - set(sources)
     if missing:
         raise ValueError(f"no source for {sorted(s.name for s in missing)}")
@@ -55,7 +57,8 @@ class _Printer:
 
     def relation(self, r: F.Rel) -> str:
         hidden = sorted(r.divisors - divisors((r.lhs, r.rhs)), key=sympy.default_sort_key)
-        checks = "".join(f" + 0*{self.term(d.args[0])}" if isinstance(d, FL.Defined) else f" + 0*(0 // {self.term(d)})"
+        checks = "".join(f" + 0*{self.term(d.args[0])}" if isinstance(d, FL.Defined)
+                         else f" + 0*(0 // {self.term(d)})"
                          for d in hidden)
         if isinstance(r.lhs, FL.COMPARISONS) and r.rhs == 0 and r.op in ("==", "!="):
             core = self.comparison(r.lhs, checks)
@@ -64,42 +67,15 @@ class _Printer:
 
     def comparison(self, node: Expr, checks: str = "") -> str:
         a, b = node.args
-        return f"({self.term(a)}{checks} {node.python_op} {self.term(b)})"
+        return f"({self.term(a)}{checks} {row_of(node).infix} {self.term(b)})"
 
     def term(self, t: Expr) -> str:
+        """The row's ``code`` column over the code of the arguments."""
         if isinstance(t, Symbol):
             return f"({self.sources[t]})"
         if t.is_Integer:
             return f"({int(t)})" if t < 0 else str(int(t))
-        args = t.args
-        if isinstance(t, sympy.Add):
-            return "(" + " + ".join(self.term(a) for a in args) + ")"
-        if isinstance(t, sympy.Mul):
-            return "(" + " * ".join(self.term(a) for a in args) + ")"
-        if isinstance(t, sympy.Pow):
-            return f"({self.term(args[0])} ** {int(args[1])})"
-        if isinstance(t, (Min, Max)):
-            return f"{'min' if isinstance(t, Min) else 'max'}({', '.join(self.term(a) for a in args)})"
-        if isinstance(t, FL.FloatConst):
-            return f"({t.value!r})"
-        if isinstance(t, FL.ToFloat):
-            return f"float({self.term(args[0])})"
-        if isinstance(t, FL.FNeg):
-            return f"(-{self.term(args[0])})"
-        if isinstance(t, FL.COMPARISONS):
-            return f"int{self.comparison(t)}"
-        if isinstance(t, FL.Defined):
-            return f"(0*{self.term(t.args[0])} + 1)"
-        if isinstance(t, (FL.FloorToInt, FL.CeilToInt, FL.TruncToInt)):
-            name = {FL.FloorToInt: "math.floor", FL.CeilToInt: "math.ceil", FL.TruncToInt: "int"}[type(t)]
-            return f"{name}({self.term(args[0])})"
-        a, b = (self.term(x) for x in args)
-        if isinstance(t, CeilDiv):
-            return f"(-((-{a}) // {b}))"
-        if isinstance(t, TruncDiv):
-            return f"((abs({a}) // abs({b})) if (({a} >= 0) == ({b} > 0)) else (-(abs({a}) // abs({b}))))"
-        op = {FloorDiv: "//", Mod: "%", FL.IntTrueDiv: "/", FL.FAdd: "+", FL.FSub: "-", FL.FMul: "*",
-              FL.FDiv: "/", FL.FFloorDiv: "//", FL.FMod: "%"}.get(type(t))
-        if op is None:
-            raise TypeError(f"no Python code for {type(t).__name__}: {t}")
-        return f"({a} {op} {b})"
+        row = row_of(t)
+        if row.kind is Kind.FLOAT_CONST:
+            return row.code(t.value)
+        return row.code(*(self.term(a) for a in t.args))

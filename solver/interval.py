@@ -77,7 +77,8 @@ def _ceil_div(a, b) -> float:
 
 def tighten(ranges: Mapping[Symbol, tuple], facts, rounds: int = 3) -> dict[Symbol, tuple] | None:
     """Narrow ``ranges`` with the linear bounds the facts imply; None if no point remains."""
-    box = {s: Interval(-INF if lo is None else lo, INF if hi is None else hi) for s, (lo, hi) in ranges.items()}
+    box = {s: Interval(-INF if lo is None else lo, INF if hi is None else hi)
+           for s, (lo, hi) in ranges.items()}
     rels = [r for fact in facts for r in _conjuncts(fact)]
     for _ in range(rounds):
         changed = False

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, cast
 
 import sympy
 from sympy import Expr, Integer
@@ -34,7 +34,8 @@ from sympy import Expr, Integer
 from . import floats as FL
 from . import formula as F
 from .size import Size, SizeOf
-from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, symbol
+from .nodes import Kind, Row, rows_named
+from .terms import FloorDiv, Max, Mod, symbol
 
 __all__ = ["ParseError", "parse", "parse_condition", "parse_term", "Limits"]
 
@@ -100,7 +101,7 @@ def _tokenize(text: str) -> list[_Tok]:
         m = _TOKEN.match(text, pos)
         if m is None:
             raise ParseError(f"unexpected character {text[pos]!r}", text, pos)
-        kind = m.lastgroup
+        kind = str(m.lastgroup)          # every alternative is a named group
         if kind != "ws":
             value = m.group()
             if kind == "name" and value in _KEYWORDS:
@@ -170,7 +171,7 @@ def _minmax_fn(node) -> Callable:
     return apply
 
 
-def _round_fn(kind: str) -> Callable:
+def _round_fn(kind: FL.Rounding) -> Callable:
     def apply(p: "_Parser", args, pos):
         return p.round_to_int(args[0], kind, pos)
     return apply
@@ -203,6 +204,17 @@ def _connective(join) -> Callable:
     return lambda p, args, pos: join(*(p.condition(v, pos) for v in args))
 
 
+# How the parser builds each kind of node from its arguments; which names spell which node is the
+# ``names`` column of ``nodes.TABLE``.
+_BUILDERS: dict[Kind, Callable[[Row], tuple[int | None, Callable]]] = {
+    Kind.DIVISION: lambda row: (2, _int_fn(row.cls)),
+    Kind.CHOICE: lambda row: (None, _minmax_fn(row.cls)),
+    Kind.TRUE_DIV: lambda row: (2, _true_div),
+    Kind.ROUNDING: lambda row: (1, _round_fn(cast(FL.Rounding, row.rounding))),
+    Kind.TO_FLOAT: lambda row: (1, _to_real),
+    Kind.RING: lambda row: (2, _pow),                   # only ``**`` has a spelling as a function
+}
+
 _FUNCTIONS: dict[str, tuple[int | None, Callable]] = {
     **{name: (2, _rel_fn(op)) for name, op in
        [("Eq", "=="), ("Ne", "!="), ("Lt", "<"), ("Le", "<="), ("Gt", ">"), ("Ge", ">="),
@@ -213,20 +225,10 @@ _FUNCTIONS: dict[str, tuple[int | None, Callable]] = {
     "Not": (1, lambda p, args, pos: F.neg(p.condition(args[0], pos))),
     "sym_not": (1, lambda p, args, pos: F.neg(p.condition(args[0], pos))),
     "torch.sym_not": (1, lambda p, args, pos: F.neg(p.condition(args[0], pos))),
-    **{name: (2, _int_fn(FloorDiv)) for name in ("FloorDiv", "CleanDiv", "IntFloorDiv", "floordiv")},
-    **{name: (2, _int_fn(Mod)) for name in ("Mod", "PythonMod")},
-    "CeilDiv": (2, _int_fn(CeilDiv)),
-    "TruncDiv": (2, _int_fn(TruncDiv)),
+    **{name: _BUILDERS[row.kind](row) for name, row in rows_named(*_BUILDERS).items()},
+    # spellings that are not one node
     "ModularIndexing": (3, _modular_indexing),
-    **{name: (None, _minmax_fn(Max)) for name in ("Max", "max", "sym_max", "torch.sym_max")},
-    **{name: (None, _minmax_fn(Min)) for name in ("Min", "min", "sym_min", "torch.sym_min")},
-    **{name: (2, _true_div) for name in ("IntTrueDiv", "FloatTrueDiv")},
-    **{name: (1, _round_fn("ceil")) for name in ("CeilToInt", "math.ceil", "ceiling", "ceil")},
-    **{name: (1, _round_fn("floor")) for name in ("FloorToInt", "math.floor", "floor")},
-    **{name: (1, _round_fn("trunc")) for name in ("TruncToInt", "math.trunc", "int", "trunc")},
-    **{name: (1, _to_real) for name in ("ToFloat", "sym_float", "torch.sym_float", "float")},
     **{name: (1, _abs) for name in ("abs", "Abs")},
-    **{name: (2, _pow) for name in ("PowByNatural", "pow")},
     "Integer": (1, lambda p, args, pos: p.integer(args[0], pos)),
 }
 
@@ -284,7 +286,8 @@ class _Parser:
         self.enter()
         try:
             value = self.and_test()
-            return self._joined(value, "or", self.and_test, F.disj, self.condition) if self.at("or") else value
+            return self._joined(value, "or", self.and_test, F.disj,
+                                self.condition) if self.at("or") else value
         finally:
             self.depth -= 1
 
@@ -330,7 +333,8 @@ class _Parser:
     # bitwise, which this grammar does not model, so they are refused there.
     def bitwise_or(self):
         value = self.bitwise_and()
-        return self._joined(value, "|", self.bitwise_and, F.disj, self._operand_of("|")) if self.at("|") else value
+        return self._joined(value, "|", self.bitwise_and, F.disj,
+                            self._operand_of("|")) if self.at("|") else value
 
     def bitwise_and(self):
         value = self.arith()
@@ -477,8 +481,8 @@ class _Parser:
 
     def literal(self, tok: _Tok) -> _Num:
         if len(tok.text) > self.limits.max_literal_chars:
-            raise ParseError(f"number literal is too large (longer than {self.limits.max_literal_chars} characters)",
-                             self.text, tok.pos)
+            raise ParseError(f"number literal is too large (longer than {self.limits.max_literal_chars} "
+                             "characters)", self.text, tok.pos)
         if re.fullmatch(r"[0-9]+", tok.text):
             if len(tok.text) > self.limits.max_int_digits:
                 raise ParseError("number literal is too large", self.text, tok.pos)
@@ -506,7 +510,8 @@ class _Parser:
         if name in _FUNCTIONS:
             arity, handler = _FUNCTIONS[name]
             if arity is not None and len(args) != arity:
-                raise ParseError(f"{name}() takes {arity} argument(s), got {len(args)}", self.text, target.pos)
+                raise ParseError(f"{name}() takes {arity} argument(s), got {len(args)}", self.text,
+                                 target.pos)
             return handler(self, args, target.pos)
         method = name.rsplit(".", 1)[-1]
         if "." in name and method in _PATH_METHODS and all(
@@ -520,7 +525,8 @@ class _Parser:
         if negative:
             self.take()
         tok = self.tok
-        if tok.kind == "num" and re.fullmatch(r"[0-9]+", tok.text) and len(tok.text) <= self.limits.max_int_digits:
+        if (tok.kind == "num" and re.fullmatch(r"[0-9]+", tok.text)
+                and len(tok.text) <= self.limits.max_int_digits):
             index = ("-" if negative else "") + tok.text
         elif tok.kind == "str" and not negative:
             index = repr(tok.text[1:-1])
@@ -590,7 +596,7 @@ class _Parser:
             return _Num(FL.float_binop("%", a.expr, b.expr), _merge(a, b), real=True)
         return _Num(Mod(a.expr, b.expr), _merge(a, b) | _nonzero(b.expr))
 
-    def round_to_int(self, value, kind: str, pos: int) -> _Num:
+    def round_to_int(self, value, kind: FL.Rounding, pos: int) -> _Num:
         n = self.number(value, pos)
         if not n.real:
             return n

@@ -42,9 +42,9 @@ class ProbeStrategy(Strategy):
                 values.append(hi)
             axes.append(values)
         seen = 0
-        for values in itertools.product(*axes):
+        for point in itertools.product(*axes):
             if seen == _MAX_POINTS:
                 break
             seen += 1
-            yield dict(zip(problem.symbols, values))
+            yield dict(zip(problem.symbols, point))
         yield from sample_points(problem, count=12)

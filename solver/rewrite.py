@@ -21,73 +21,21 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-import sympy
-from sympy import Expr, Integer, Symbol
+from typing import cast
+
+from sympy import Expr, Symbol
 
 from . import formula as F
-from .bounds import Bounds
 from .evaluate import Undefined, _eval
 from .interval import box_truth, tighten
 from .problem import Deadline, OutOfTime, Problem
-from .rules import RULES_BY_NODE
+from .classify import LearnedKind, learned_from
+from .normalize import Normalizer
 from .strategy import Outcome, Strategy, check_counterexample, proven, refuted, sample_points, unknown
-from .terms import DIVISION_NODES, FloorDiv, symbol
+from .terms import symbol
 from .tight import TightBounds
 
-__all__ = ["Normalizer", "Reduction", "reduce_problem", "RewriteStrategy", "Simplified"]
-
-
-class _OutOfBudget(OutOfTime):
-    """The step budget or the deadline ran out while normalizing."""
-
-
-class Normalizer:
-    """Bottom-up rewriting of terms to the normal form of ``rules.py``, memoized."""
-
-    def __init__(self, bounds: Bounds, deadline: Deadline | None = None, max_steps: int = 5000):
-        self.bounds = bounds
-        self.deadline = deadline
-        self.max_steps = max_steps
-        self.steps = 0
-        self.memo: dict[Expr, Expr] = {}
-        self.fired: dict[str, int] = {}
-
-    def __call__(self, t: Expr) -> Expr:
-        if t.is_Atom:
-            return t
-        cached = self.memo.get(t)
-        if cached is not None:
-            return cached
-        args = [self(a) for a in t.args]
-        if isinstance(t, (sympy.Add, sympy.Mul, sympy.Pow)):
-            out = sympy.expand(t.func(*args), deep=False)
-        else:
-            node = t.func(*args)
-            out = self._rewrite(node) if type(node) is type(t) else self(node)
-        self.memo[t] = out
-        return out
-
-    def _rewrite(self, node: Expr) -> Expr:
-        if isinstance(node, DIVISION_NODES) and node.args[1] == 0:
-            return node  # undefined everywhere; nothing to rewrite
-        for rule in RULES_BY_NODE.get(type(node), ()):
-            new = rule.apply(node, self.bounds)
-            if new is None or new == node:
-                continue
-            self.steps += 1
-            if self.steps > self.max_steps or (self.deadline is not None and self.deadline.expired()):
-                raise _OutOfBudget
-            self.fired[rule.name] = self.fired.get(rule.name, 0) + 1
-            return self(new)
-        return node
-
-    def formula(self, f: F.Formula) -> F.Formula:
-        if isinstance(f, F.Const):
-            return f
-        if isinstance(f, F.Rel):
-            divs = frozenset(self(d) for d in f.divisors)
-            return F.rel(f.op, self(sympy.expand(f.lhs - f.rhs)), Integer(0), divs)
-        return (F.conj if isinstance(f, F.And) else F.disj)(*(self.formula(a) for a in f.args))
+__all__ = ["Normalizer", "Reduction", "Reductions", "reduce_problem", "RewriteStrategy", "Simplified"]
 
 
 @dataclass
@@ -109,65 +57,50 @@ class Reduction:
 
 
 def _any_value(span: tuple) -> int:
-    """A value for a symbol that normalization cancelled out of every formula (so any value in range works)."""
+    """A value for a symbol that normalization cancelled out of every formula (so any value in range
+    works)."""
     lo, hi = span
     return lo if lo is not None else (hi if hi is not None else 0)
 
 
-def _divisibility(rel: F.Rel) -> tuple[Symbol, int] | None:
-    """``(x, c)`` when ``rel`` normalizes to ``x - c*(x // c) == 0``, i.e. ``x % c == 0``."""
-    if rel.op != "==":
-        return None
-    diff = sympy.expand(rel.lhs - rel.rhs)
-    for atom in diff.atoms(FloorDiv):
-        x, c = atom.args
-        if isinstance(x, Symbol) and c.is_Integer and c > 1:
-            if sympy.expand(diff - (x - c * atom)) == 0 or sympy.expand(diff + (x - c * atom)) == 0:
-                return x, int(c)
-    return None
+class Reductions:
+    """Completed reductions by question (``Problem.key``), least recently used dropped first; thread-safe.
 
-
-def _definition(rel: F.Rel, ranges) -> tuple[Symbol, Expr] | None:
-    """``(s, e)`` when ``rel`` says ``s == e`` with ``s`` a symbol absent from ``e``."""
-    if rel.op != "==" or rel.divisors:
-        return None
-    diff = sympy.expand(rel.lhs - rel.rhs)
-    for term in sympy.Add.make_args(diff):
-        coeff, rest = term.as_coeff_Mul()
-        if isinstance(rest, Symbol) and coeff in (1, -1) and rest in ranges:
-            expr = sympy.expand(rest - diff / coeff)
-            if rest not in expr.free_symbols:
-                return rest, expr
-    return None
-
-
-_REDUCTIONS: OrderedDict[tuple, Reduction] = OrderedDict()
-_REDUCTIONS_LOCK = threading.Lock()
-
-
-def reduce_problem(problem: Problem, deadline: Deadline | None = None) -> Reduction:
-    """Substitute what the facts define, tighten ranges, normalize every term (memoized).
-
-    Only reductions that ran to completion are cached, and a reduction runs to
-    completion or raises (its bounds never silently loosen at the deadline), so a
-    cached reduction is exactly what any call with enough time computes: no verdict
-    depends on which queries came before.  A reduction that ran out of time is not
-    remembered at all.
+    Only reductions that ran to completion are kept, and a reduction runs to
+    completion or raises (its bounds never silently loosen at the deadline), so
+    a kept reduction is exactly what any call with enough time computes.
     """
-    with _REDUCTIONS_LOCK:
-        cached = _REDUCTIONS.get(problem.key)
+
+    def __init__(self, size: int = 256):
+        self.size = size
+        self._items: OrderedDict[tuple, Reduction] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> Reduction | None:
+        with self._lock:
+            return self._items.get(key)
+
+    def put(self, key: tuple, reduction: Reduction) -> None:
+        with self._lock:
+            self._items[key] = reduction
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+def reduce_problem(problem: Problem, deadline: Deadline | None = None,
+                   cache: Reductions | None = None) -> Reduction:
+    """Substitute what the facts define, tighten ranges, normalize every term (kept in ``cache``).
+
+    A reduction that ran out of time raises and is not remembered at all, so no
+    verdict depends on which queries came before.
+    """
+    cached = cache.get(problem.key) if cache is not None else None
     if cached is not None:
         return cached
     reduction = _reduce(problem, deadline)
-    with _REDUCTIONS_LOCK:
-        _remember(_REDUCTIONS, problem.key, reduction)
+    if cache is not None:
+        cache.put(problem.key, reduction)
     return reduction
-
-
-def _remember(cache: OrderedDict, key, value, size: int = 256) -> None:
-    cache[key] = value
-    while len(cache) > size:
-        cache.popitem(last=False)
 
 
 def _reduce(problem: Problem, deadline: Deadline | None) -> Reduction:
@@ -186,9 +119,12 @@ def _reduce(problem: Problem, deadline: Deadline | None) -> Reduction:
             nfact = norm.formula(fact)
             if not isinstance(nfact, F.Rel):
                 continue
-            div = _divisibility(nfact)
-            if div is not None:
-                x, c = div
+            learned = learned_from(nfact,
+                                   lambda candidates: next((s for s in candidates if s in ranges), None))
+            if learned is None:
+                continue
+            if learned.kind is LearnedKind.DIVISIBILITY:
+                x, c = cast(Symbol, learned.symbol), cast(int, learned.divisor)
                 k = symbol(f"{x.name}/{c}")
                 lo, hi = ranges[x]
                 ranges[k] = (None if lo is None else -((-lo) // c), None if hi is None else hi // c)
@@ -196,10 +132,7 @@ def _reduce(problem: Problem, deadline: Deadline | None) -> Reduction:
                 new_facts: list[F.Formula] = []
                 fired["fact_divisibility"] = fired.get("fact_divisibility", 0) + 1
             else:
-                definition = _definition(nfact, ranges)
-                if definition is None:
-                    continue
-                x, replacement = definition
+                x, replacement = cast(Symbol, learned.symbol), cast(Expr, learned.replacement)
                 lo, hi = ranges[x]
                 new_facts = [F.rel(op, replacement, bound) for op, bound in ((">=", lo), ("<=", hi))
                              if bound is not None]
@@ -230,8 +163,10 @@ def _reduce(problem: Problem, deadline: Deadline | None) -> Reduction:
         fired[name] = fired.get(name, 0) + count
     syms = set(goal.free_symbols).union(*(f.free_symbols for f in facts)) | set(tightened)
     ordered = tuple(sorted(syms, key=lambda s: s.name))
-    reduced = Problem(goal, tuple(facts), ordered, {s: tightened.get(s, ranges.get(s, (None, None)))
-                                                     for s in ordered})
+    box: dict[Symbol, tuple] = {}
+    for s in ordered:
+        box[s] = tightened[s] if s in tightened else ranges.get(s, (None, None))
+    reduced = Problem(goal, tuple(facts), ordered, box)
     infeasible = any(f == F.FALSE for f in facts)
     return Reduction(reduced, problem, subs, fired, infeasible)
 
@@ -244,9 +179,12 @@ class RewriteStrategy(Strategy):
     name = "rewrite"
     open_ended = True       # normalizing a Swin-sized term can take its whole deadline (measured: 17 s of 20)
 
+    def __init__(self, reductions: Reductions | None = None):
+        self.reductions = reductions
+
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
         try:
-            red = reduce_problem(problem, deadline)
+            red = reduce_problem(problem, deadline, self.reductions)
         except OutOfTime:
             return unknown("the rewrite budget ran out")
         except RecursionError:
@@ -264,21 +202,23 @@ class RewriteStrategy(Strategy):
                 except Undefined:
                     continue
                 if check_counterexample(problem, lifted) is None:
-                    return refuted(lifted, f"after normalization the goal can never hold ({_describe(red.fired)})")
+                    return refuted(lifted,
+                                   f"after normalization the goal can never hold ({_describe(red.fired)})")
         return unknown(f"normalized form is inconclusive: {red.problem.goal}")
 
 
 class Simplified(Strategy):
     """Run ``inner`` on the rewritten problem and map its counterexample back."""
 
-    def __init__(self, inner: Strategy):
+    def __init__(self, inner: Strategy, reductions: Reductions | None = None):
         self.inner = inner
+        self.reductions = reductions
         self.name = f"rewrite+{inner.name}"
         self.open_ended = inner.open_ended
 
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
         try:
-            red = reduce_problem(problem, deadline)
+            red = reduce_problem(problem, deadline, self.reductions)
         except (OutOfTime, RecursionError):
             return self.inner.decide(problem, deadline)
         if red.infeasible:

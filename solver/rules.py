@@ -82,7 +82,8 @@ def exact_quotient(a: Expr, b: Expr) -> Optional[Expr]:
 
 
 def split_multiples(a: Expr, b: Expr) -> tuple[Expr, Expr]:
-    """``(Q, R)`` with ``a == b*Q + R``, ``Q`` an integer polynomial, ``R`` free of obvious multiples of ``b``.
+    """``(Q, R)`` with ``a == b*Q + R``, ``Q`` an integer polynomial, ``R`` free of obvious multiples of
+    ``b``.
 
     For a constant ``b`` each coefficient is split toward zero (|remainder| < b,
     same sign), so ``-T`` stays ``-T`` rather than becoming ``-16*T + 15*T``.
@@ -102,10 +103,10 @@ def split_multiples(a: Expr, b: Expr) -> tuple[Expr, Expr]:
             else:
                 remainder.append(term)
         return sympy.Add(*quotient), sympy.Add(*remainder)
-    q, r = _divide(a, b)
-    if q is None or q == 0 or not _int_poly_coeffs_ok(q):
+    quotient_poly, rest = _divide(a, b)
+    if quotient_poly is None or rest is None or quotient_poly == 0 or not _int_poly_coeffs_ok(quotient_poly):
         return Integer(0), a
-    return q, r
+    return quotient_poly, rest
 
 
 def _divide(a: Expr, b: Expr) -> tuple[Optional[Expr], Optional[Expr]]:

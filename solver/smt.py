@@ -12,8 +12,8 @@ which equals Python's floor division whenever the divisor is positive, so:
 * an unknown sign gets ``If(b > 0, ...)`` over both.
 
 SMT-LIB ``x div 0`` is an unconstrained value, so each relation carries
-``b != 0`` for its divisors (see ``formula``); ``or`` is encoded left to right as Python evaluates it.  Interval
-bounds of division nodes are added as hints, guarded by ``b != 0`` so they
+``b != 0`` for its divisors (see ``formula``); ``or`` is encoded left to right as Python evaluates it.
+Interval bounds of division nodes are added as hints, guarded by ``b != 0`` so they
 never constrain those free values.  Z3 runs under a deterministic ``rlimit``
 and a wall-clock timeout; running out is UNKNOWN, never a verdict.
 """
@@ -27,7 +27,7 @@ from . import formula as F
 from .bounds import Bounds, INF
 from .problem import Deadline, Problem
 from .strategy import Outcome, Strategy, proven, refuted, unknown
-from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv
+from .nodes import row_of
 
 __all__ = ["Z3Strategy", "Encoder"]
 
@@ -75,44 +75,16 @@ class Encoder:
             return -1
         return 0
 
-    def _floordiv(self, a, b, sign: int):
-        pos, neg = (lambda: a / b), (lambda: (-a) / (-b))
-        return pos() if sign > 0 else neg() if sign < 0 else z3.If(b > 0, pos(), neg())
-
-    def _mod(self, a, b, sign: int):
-        pos, neg = (lambda: a % b), (lambda: -((-a) % (-b)))
-        return pos() if sign > 0 else neg() if sign < 0 else z3.If(b > 0, pos(), neg())
-
     def _term(self, t: Expr) -> z3.ArithRef:
+        """The row's ``z3`` column over encoded arguments, with an interval hint for division nodes."""
         if isinstance(t, Symbol):
             return self.var(t)
-        if isinstance(t, sympy.Add):
-            return z3.Sum([self.term(a) for a in t.args])
-        if isinstance(t, sympy.Mul):
-            return z3.Product([self.term(a) for a in t.args])
-        if isinstance(t, sympy.Pow):
-            base, k = self.term(t.args[0]), int(t.args[1])
-            return z3.Product([base] * k) if k > 0 else z3.IntVal(1, self.ctx)
-        if isinstance(t, (Min, Max)):
-            args = [self.term(a) for a in t.args]
-            out = args[0]
-            for a in args[1:]:
-                out = z3.If(a < out, a, out) if isinstance(t, Min) else z3.If(a > out, a, out)
-            return out
-        a, b = self.term(t.args[0]), self.term(t.args[1])
-        sign = self._sign(t.args[1])
-        if isinstance(t, FloorDiv):
-            out = self._floordiv(a, b, sign)
-        elif isinstance(t, Mod):
-            out = self._mod(a, b, sign)
-        elif isinstance(t, CeilDiv):
-            out = -self._floordiv(-a, b, sign)
-        elif isinstance(t, TruncDiv):
-            floor, ceil = self._floordiv(a, b, sign), -self._floordiv(-a, b, sign)
-            out = z3.If((a >= 0) == (b > 0), floor, ceil)
-        else:
-            raise TypeError(f"not an integer term: {t}")
-        self._hint(t, out, b)
+        row = row_of(t)
+        args = [self.term(a) for a in t.args]
+        sign = self._sign(t.args[row.divisor]) if row.divisor is not None else 0
+        out = row.z3(sign, *args)
+        if row.divisor is not None:
+            self._hint(t, out, args[row.divisor])
         return out
 
     def _hint(self, t: Expr, encoded, divisor) -> None:
@@ -141,7 +113,8 @@ class Encoder:
         if isinstance(f, F.And):
             return z3.And(*parts)
         # Python's ``or``: an operand counts only where every earlier one is defined and false
-        options, earlier_false = [], []
+        options: list[z3.BoolRef] = []
+        earlier_false: list[z3.BoolRef] = []
         for a, part in zip(f.args, parts):
             options.append(z3.And(*earlier_false, part) if earlier_false else part)
             earlier_false.append(self.holds(F.neg(a)))

@@ -53,6 +53,11 @@ class Strategy:
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
         raise NotImplementedError
 
+    def verdict(self, problem: Problem, deadline: Deadline) -> Verdict:
+        """The checked, timed answer (``run``); a strategy made of others (``Cascade``) names the one that
+        decided."""
+        return run(self, problem, deadline)
+
     def __repr__(self) -> str:
         return f"<strategy {self.name}>"
 
@@ -125,8 +130,10 @@ def run(strategy: Strategy, problem: Problem, deadline: Deadline) -> Verdict:
         outcome = strategy.decide(problem, deadline)
     except RecursionError:
         return verdict(Status.UNKNOWN, "the terms are nested too deeply for this strategy")
-    except Exception as exc:  # a bug in one strategy must not take down the caller (tests turn this warning into a failure)
-        warnings.warn(f"strategy {strategy.name} failed on {problem.describe()}: {exc!r}", RuntimeWarning, stacklevel=2)
+    except Exception as exc:
+        # a bug in one strategy must not take down the caller (tests turn this warning into a failure)
+        warnings.warn(f"strategy {strategy.name} failed on {problem.describe()}: {exc!r}", RuntimeWarning,
+                      stacklevel=2)
         return verdict(Status.UNKNOWN, f"internal error in {strategy.name}: {type(exc).__name__}")
 
     if outcome.status is Status.REFUTED:
@@ -135,13 +142,15 @@ def run(strategy: Strategy, problem: Problem, deadline: Deadline) -> Verdict:
         if why_not is not None:
             warnings.warn(f"strategy {strategy.name} returned an invalid counterexample ({why_not}) "
                           f"for {problem.describe()}", RuntimeWarning, stacklevel=2)
-            return verdict(Status.UNKNOWN, f"discarded a counterexample that failed the Python re-check: {why_not}")
+            return verdict(Status.UNKNOWN,
+                           f"discarded a counterexample that failed the Python re-check: {why_not}")
         return verdict(Status.REFUTED, outcome.reason, point)
 
     if outcome.status is Status.PROVEN:
         for point in sample_points(problem):
             if check_counterexample(problem, point) is None:
-                warnings.warn(f"strategy {strategy.name} claimed a proof that fails at {_named(point, problem)} "
+                warnings.warn(f"strategy {strategy.name} claimed a proof that fails at "
+                              f"{_named(point, problem)} "
                               f"for {problem.describe()}", RuntimeWarning, stacklevel=2)
                 return verdict(Status.REFUTED, f"{strategy.name} claimed a proof, but Python evaluation "
                                "refutes it", point, name=f"{strategy.name}+check")

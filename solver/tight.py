@@ -23,7 +23,9 @@ from __future__ import annotations
 import sympy
 from sympy import Expr
 
-from .bounds import Bounds, Interval, _add, _mod, _times, point_interval
+from .bounds import Bounds
+from .interval_math import Interval, point_interval
+from .interval_math import add as _add, mod as _mod, times as _times
 from .problem import Deadline, OutOfTime
 from .rules import exact_quotient, linear_coefficient
 from .terms import FloorDiv
@@ -106,7 +108,7 @@ class TightBounds(Bounds):
             return None
         ix, ib, ia = self(x), self(b), self(alpha)
         rest_bound = self._tight_bound(remainder, depth + 1)
-        if None in (ix, ib, ia, rest_bound):
+        if ix is None or ib is None or ia is None or rest_bound is None:
             return None
         mod_bound = _mod(ix, ib)
         return None if mod_bound is None else _add(_times(ia, mod_bound), rest_bound)

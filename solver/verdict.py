@@ -4,16 +4,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-__all__ = ["Status", "Verdict"]
+__all__ = ["Vocabulary", "Status", "Verdict"]
 
 
-class Status(str, Enum):
-    PROVEN = "proven"
-    REFUTED = "refuted"
-    UNKNOWN = "unknown"
+class Vocabulary(str, Enum):
+    """A small vocabulary of names that prints as its value (``str(Status.PROVEN) == "proven"``)."""
 
     def __str__(self) -> str:
         return self.value
+
+
+class Status(Vocabulary):
+    PROVEN = "proven"
+    REFUTED = "refuted"
+    UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ def brute_force(problem: Problem):
     for combo in itertools.product(*(range(lo, hi + 1) for lo, hi in ranges)):
         env = dict(zip(problem.symbols, combo))
         memo: dict = {}
-        if all(truth(f, env, memo) is True for f in problem.facts) and truth(problem.goal, env, memo) is not True:
+        if all(truth(f, env, memo) is True
+               for f in problem.facts) and truth(problem.goal, env, memo) is not True:
             return False, {s.name: v for s, v in env.items()}
     return True, None

@@ -6,7 +6,6 @@ by the export tests; self-contained (no corpus files).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -157,7 +156,8 @@ CASES = [
          lambda d: _randn(d["B"], d["T"], 8),
          [{"B": 1, "T": 17}, {"B": 4, "T": 512}, {"B": 2, "T": 32}, {"B": 2, "T": 33}, {"B": 3, "T": 255}]),
     Case("rel_shift", lambda: (RelShift(), _randn(2, 2, 20, 39),
-                               ({0: Dim("B", min=1, max=4), 2: Dim("T", min=2, max=256), 3: 2 * Dim("T", min=2, max=256) - 1},)),
+                               ({0: Dim("B", min=1, max=4), 2: Dim("T", min=2, max=256),
+                                 3: 2 * Dim("T", min=2, max=256) - 1},)),
          lambda d: _randn(d["B"], 2, d["T"], 2 * d["T"] - 1),
          [{"B": 1, "T": 2}, {"B": 4, "T": 256}, {"B": 2, "T": 3}, {"B": 2, "T": 100}, {"B": 3, "T": 7}]),
     Case("half_batch_derived", lambda: (HalfBatch(), _randn(8, 6), ({0: 2 * Dim("P", min=1, max=32)},)),
@@ -166,11 +166,13 @@ CASES = [
     Case("maxpool_ceil", lambda: (MaxPoolCeil(), _randn(1, 2, 40, 33),
                                   ({2: Dim("H", min=16, max=128), 3: Dim("W", min=16, max=128)},)),
          lambda d: _randn(1, 2, d["H"], d["W"]),
-         [{"H": 16, "W": 16}, {"H": 128, "W": 128}, {"H": 17, "W": 99}, {"H": 64, "W": 31}, {"H": 101, "W": 18}]),
+         [{"H": 16, "W": 16}, {"H": 128, "W": 128}, {"H": 17, "W": 99}, {"H": 64, "W": 31},
+          {"H": 101, "W": 18}]),
     Case("nonzero_select", lambda: (NonzeroSelect(), _randn(20, 4), ({0: Dim("T", min=2, max=256)},)),
          lambda d: _randn(d["T"], 4),
          [{"T": 2}, {"T": 256}, {"T": 3}, {"T": 77}, {"T": 128}]),
-    Case("item_check", lambda: (ItemCheck(), (torch.randn(10, 3), torch.tensor(4)), ({0: Dim("N", min=2, max=64)}, None)),
+    Case("item_check",
+         lambda: (ItemCheck(), (torch.randn(10, 3), torch.tensor(4)), ({0: Dim("N", min=2, max=64)}, None)),
          lambda d: (torch.randn(d["N"], 3), torch.tensor(min(d["N"], 3))),
          [{"N": 2}, {"N": 64}, {"N": 5}, {"N": 17}, {"N": 3}]),
     Case("buffer_mutation", lambda: (BufferCount(), _randn(3, 4), ({0: Dim("B", min=2, max=16)},)),
@@ -188,7 +190,8 @@ class Unshuffle(nn.Module):
 
 FAILING = {
     "unshuffle_plain_dims": Case("unshuffle_plain_dims", lambda: (Unshuffle(), _randn(2, 3, 8, 6),
-                                 ({0: Dim("B", min=1, max=4), 2: Dim("H", min=4, max=64), 3: Dim("W", min=4, max=64)},)),
+                                 ({0: Dim("B", min=1, max=4), 2: Dim("H", min=4, max=64),
+                                   3: Dim("W", min=4, max=64)},)),
                                  lambda d: _randn(d["B"], 3, d["H"], d["W"])),
     "branch_on_remainder": Case("branch_on_remainder", lambda: (BranchOnRemainder(), _randn(2, 50, 8),
                                 ({0: Dim("B", min=1, max=8), 1: Dim("T", min=2, max=1024)},)),

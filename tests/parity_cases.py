@@ -1,4 +1,5 @@
-"""Parity cases: torch's own dynamic-shape examples and tests, run under torch.export and shapeproof side by side.
+"""Parity cases: torch's own dynamic-shape examples and tests, run under torch.export and shapeproof side by
+side.
 
 ``CASES[name]`` is a ``ParityCase``: ``build()`` returns fresh ``(model, args,
 kwargs, dynamic_shapes)`` (seeded, small tensors), ``context()`` the context
@@ -117,7 +118,8 @@ def _exportdb_cases() -> None:
 
         def probes(example=example):
             extra = getattr(example, "extra_args", None)
-            return [(copy.deepcopy(tuple(extra)), copy.deepcopy(dict(example.example_kwargs or {})))] if extra else []
+            return [(copy.deepcopy(tuple(extra)),
+                     copy.deepcopy(dict(example.example_kwargs or {})))] if extra else []
 
         source = f"ExportDB {name} ({example.support_level.name})"
         for group, kind in (("exportdb", None), ("exportdb-auto", AUTO), ("exportdb-dynamic", DYNAMIC)):
@@ -366,7 +368,8 @@ def _():
     def forward(self, x):
         return x["k"]["k1"][0] + x["k"]["k2"][0]
     dim = Dim("dim")
-    return module(forward), ({"k": {"k1": [r(4)], "k2": [r(4)]}},), {}, ({"k": {"k2": [(dim,)], "k1": [(dim,)]}},)
+    return (module(forward), ({"k": {"k1": [r(4)], "k2": [r(4)]}},), {},
+            ({"k": {"k2": [(dim,)], "k1": [(dim,)]}},))
 
 
 @case("dynamic_divisibility_branch", "test_dim_dynamic_divisibility")
@@ -497,7 +500,8 @@ def _():
     def forward(self, x, y):
         return torch.matmul(x, y)
     batch, size = Dim("batch", min=8, max=64), Dim("size")
-    return module(forward), (r(10, 3, 3), r(10, 3, 3)), {}, {"x": (batch, size, size), "y": (batch, size, size)}
+    return module(forward), (r(10, 3, 3), r(10, 3, 3)), {}, {"x": (batch, size, size),
+                                                             "y": (batch, size, size)}
 
 
 @case("matmul_all_named", "test_export_api_with_dynamic_shapes")
@@ -532,7 +536,8 @@ def _():
             return x + y[1:] + z[3:]
         return None
     root = Dim("_dx", min=2, max=12)
-    return module(forward), (r(11), r(12), r(14)), {}, {"x": (3 * root - 1,), "y": (3 * root,), "z": (3 * root + 2,)}
+    return module(forward), (r(11), r(12), r(14)), {}, {"x": (3 * root - 1,), "y": (3 * root,),
+                                                        "z": (3 * root + 2,)}
 
 
 @case("pytree_spec_uniform_batch", "test_dynamic_shapes_spec_with_pytree")
@@ -682,7 +687,8 @@ def _():
 def _():
     def forward(self, *args):
         return torch.ops.aten.slice.Tensor(*args)
-    return module(forward), (r(10, 3, 8, 8), 0, 0, 9223372036854775807), {}, (({0: Dim("dim")}, None, None, None),)
+    return (module(forward), (r(10, 3, 8, 8), 0, 0, 9223372036854775807), {},
+            (({0: Dim("dim")}, None, None, None),))
 
 
 @case("reexported_program_dims", "test_retracable_ep")
@@ -707,7 +713,8 @@ def _():
     m.register_buffer("u", torch.ones(1))
     m.register_buffer("v", torch.ones(1))
     dim = Dim("dim", min=3)
-    args = (torch.ones(5), [torch.zeros(5), torch.ones(5)], {"a": torch.zeros(5), "b": torch.ones(5)}, torch.ones(4))
+    args = (torch.ones(5), [torch.zeros(5), torch.ones(5)], {"a": torch.zeros(5), "b": torch.ones(5)},
+            torch.ones(4))
     return m, args, {}, ({0: dim}, [{0: dim}, {0: dim}], {"a": {0: dim}, "b": {0: dim}}, None)
 
 
@@ -760,7 +767,8 @@ def _():
     def forward(self, x, y, z):
         return x + y[1:] + z[2:]
     root = Dim("_dimz", min=6, max=8)
-    return module(forward), (r(5), r(6), r(7)), {}, ({0: root - 2}, {0: root - 1}, {0: Dim("dimz", min=6, max=8)})
+    return module(forward), (r(5), r(6), r(7)), {}, ({0: root - 2}, {0: root - 1},
+                                                     {0: Dim("dimz", min=6, max=8)})
 
 
 @spec_error("derived_root_specializes", "test_specialize_derived_dim_roots")
@@ -791,7 +799,8 @@ def _():
     def forward(self, x, y, z):
         return self.lin(x) + y[1:], z * 2.0
     dx = Dim("dx", min=3, max=6)
-    return module(forward, lin=nn.Linear(6, 4)), (r(4, 6), r(5, 4), r(3, 3)), {}, ((dx, 9), (dx + 1, 4), (3, 3))
+    return (module(forward, lin=nn.Linear(6, 4)), (r(4, 6), r(5, 4), r(3, 3)), {},
+            ((dx, 9), (dx + 1, 4), (3, 3)))
 
 
 @spec_error("derived_dims_both_specialize", "test_issue_161902")
@@ -926,7 +935,8 @@ def _():
         if x.shape[0] >= 5 and x.shape[0] <= 36 and y.shape[0] % 3 == 0:
             return x + y[1:] + z[3:]
         return None
-    return module(forward), (r(11), r(12), r(14)), {}, {"x": (Dim("dx"),), "y": (Dim("dy"),), "z": (Dim("dz"),)}
+    return module(forward), (r(11), r(12), r(14)), {}, {"x": (Dim("dx"),), "y": (Dim("dy"),),
+                                                        "z": (Dim("dz"),)}
 
 
 @spec_error("refine_to_static", "test_refine_dynamic_shapes_from_suggested_fixes")
@@ -970,7 +980,8 @@ def _():
     def forward(self, x, ys):
         return x + ys[0] + ys[1]
     dim = Dim("dim", min=3)
-    return module(forward), (torch.ones(2), [torch.zeros(2), torch.ones(2)]), {}, ({0: dim}, [{0: dim}, {0: dim}])
+    return module(forward), (torch.ones(2),
+                             [torch.zeros(2), torch.ones(2)]), {}, ({0: dim}, [{0: dim}, {0: dim}])
 
 
 @spec_error("branch_needs_max", "test_non_strict_dynamic_shapes_suggested_fixes")
@@ -1051,7 +1062,8 @@ def _():
 def _():
     def forward(self, x, y):
         return x * y
-    return module(forward), (r(3, 4), r(3, 4)), {}, {"x": {0: DYNAMIC, 1: DYNAMIC}, "y": {0: DYNAMIC, 1: DYNAMIC}}
+    return module(forward), (r(3, 4), r(3, 4)), {}, {"x": {0: DYNAMIC, 1: DYNAMIC},
+                                                     "y": {0: DYNAMIC, 1: DYNAMIC}}
 
 
 @pattern("auto_specialize_assert", "test_dont_duck_size_for_auto_dynamic")
@@ -1249,7 +1261,8 @@ def _():
 def _():
     def forward(self, x, y):
         return F.interpolate(x, size=y.shape[-2:], mode="nearest") + y
-    return module(forward), (r(1, 2, 4, 4), r(1, 2, 8, 8)), {}, {"x": {2: AUTO, 3: AUTO}, "y": {2: AUTO, 3: AUTO}}
+    return module(forward), (r(1, 2, 4, 4), r(1, 2, 8, 8)), {}, {"x": {2: AUTO, 3: AUTO},
+                                                                 "y": {2: AUTO, 3: AUTO}}
 
 
 @pattern("batch_dynamic_features_static", "torch.export docs: dynamic batch")
@@ -1375,7 +1388,8 @@ def _():
     return module(forward), (r(1, 3),), {}, {"x": (Dim("n"), None)}
 
 
-@zero_one("named_example_one_oblivious", "test_baddbmm (backed_size_oblivious keeps 1 symbolic)", context=oblivious)
+@zero_one("named_example_one_oblivious", "test_baddbmm (backed_size_oblivious keeps 1 symbolic)",
+          context=oblivious)
 def _():
     def forward(self, x):
         return x * 2
@@ -1403,7 +1417,8 @@ def _():
     return module(forward), (r(1, 4), r(1, 4)), {}, {"x": (AUTO, AUTO), "y": (AUTO, AUTO)}
 
 
-@zero_one("auto_example_one_oblivious", "torch.export docs: Dim.AUTO with backed_size_oblivious", context=oblivious)
+@zero_one("auto_example_one_oblivious", "torch.export docs: Dim.AUTO with backed_size_oblivious",
+          context=oblivious)
 def _():
     def forward(self, x, y):
         return x + y
@@ -1463,7 +1478,8 @@ def _():
         ones = a.new_ones([nz.size(0), b.size(0)])
         torch._check(ones.size(0) >= 1)
         return torch.add(ones, c)
-    return module(forward), (torch.ones(16), r(8), r(16, 8)), {}, {"a": None, "b": None, "c": (DYNAMIC, STATIC)}
+    return module(forward), (torch.ones(16), r(8), r(16, 8)), {}, {"a": None, "b": None,
+                                                                   "c": (DYNAMIC, STATIC)}
 
 
 @zero_one("stack_reshape_oblivious", "test_reshape_view_backed_size_oblivious", context=oblivious)
@@ -1614,7 +1630,8 @@ def _():
         torch._check(m == 4)
         torch._check(n == z.shape[0])
         return m + n + z
-    return module(forward), (torch.tensor(4), torch.tensor(5), r(5)), {}, {"x": None, "y": None, "z": (Dim("dx", max=16),)}
+    return (module(forward), (torch.tensor(4), torch.tensor(5), r(5)), {},
+            {"x": None, "y": None, "z": (Dim("dx", max=16),)})
 
 
 @deferred("check_is_size_max_item", "test_constrain_size_in_eager")

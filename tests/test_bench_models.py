@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from torch.export import Dim
+from torch.export import Dim  # noqa: E402  (after the importorskip)
 
 REGISTRY = Path(__file__).resolve().parents[1] / "bench" / "models.py"
 GROUPS = {"speech", "vision", "llm"}
@@ -58,3 +58,16 @@ def test_builds_and_runs_at_its_example(name):
         out = model(*args)
     assert isinstance(out, torch.Tensor) and out.shape[0] == args[0].shape[0]
     assert torch.isfinite(out).all()
+
+
+def test_the_llama_depth_registry_builds_every_depth_from_its_config():
+    path = REGISTRY.parent / "llama_depth.py"
+    spec = importlib.util.spec_from_file_location("shapeproof_llama_depth", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    assert sorted(module.CASES) == sorted(f"llama_{n}_layers" for n in (1, 4, 16, 32))
+    model, args, dims = module.CASES["llama_1_layers"].build()
+    assert len(model.model.layers) == 1 and len(dims) == len(args) == 2
+    with torch.no_grad():
+        assert model(*args).shape == (2, 24, 64)

@@ -7,8 +7,8 @@ from pathlib import Path
 from shapeproof.cli import main, parse_range
 
 MODELS = Path(__file__).with_name("cli_models.py")
-MESSAGE = ("Not all values of T = L['x'].size()[1] in the specified range T <= 1024 satisfy the generated guard "
-           "(L['x'].size()[1] % 4) != 0.")
+MESSAGE = ("Not all values of T = L['x'].size()[1] in the specified range T <= 1024 satisfy the generated "
+           "guard (L['x'].size()[1] % 4) != 0.")
 
 
 def test_ranges():
@@ -35,7 +35,8 @@ def test_explain_text_and_file(tmp_path, capsys):
     assert "fails at:   T = 4" in out and "1 fail" in out
     log = tmp_path / "export.log"
     log.write_text("some output\n  - " + MESSAGE.replace("(L['x'].size()[1] % 4) != 0",
-                   "(((-1) + ((2*L['x'].size()[1]*L['x'].size()[1]) // L['x'].size()[1])) % L['x'].size()[1]) != 0")
+                   "(((-1) + ((2*L['x'].size()[1]*L['x'].size()[1]) // L['x'].size()[1])) % "
+                   "L['x'].size()[1]) != 0")
                    + "\nmore output\n")
     assert main(["explain", str(log)]) == 0
     assert "1 hold for every value in range" in capsys.readouterr().out

@@ -205,14 +205,16 @@ def test_two_named_dims_related_by_an_offset_get_the_derived_dim_fix_that_works(
         shapeproof.export(Shift(), args, dynamic_shapes=spec)
     (tie,) = [f for ex in err.value.violations for f in ex.fixes if f.kind == "equal"]
     assert (tie.dim, tie.other, tie.scale, tie.offset) == ("dy", "dx", 1, 1)
-    program = shapeproof.export(Shift(), args, dynamic_shapes=shapeproof.suggest_dynamic_shapes(err.value, spec))
+    program = shapeproof.export(Shift(), args,
+                                dynamic_shapes=shapeproof.suggest_dynamic_shapes(err.value, spec))
     x, y = torch.randn(9), torch.randn(10)
     assert torch.equal(program.module()(x, y), x + y[1:])
 
 
 def test_export_takes_torch_exports_keyword_arguments():
     """A drop-in takes torch.export.export's signature: strict, preserve_module_call_signature and
-    prefer_deferred_runtime_asserts_over_guards reach torch (strict=True is traced non-strict, with a warning)."""
+    prefer_deferred_runtime_asserts_over_guards reach torch (strict=True is traced non-strict, with a
+    warning)."""
     class Outer(torch.nn.Module):
         def __init__(self):
             super().__init__()

@@ -123,7 +123,8 @@ def test_a_branch_on_data_raises_torch_and_engine_error_types_with_the_engine_me
     from shapeproof.shapes import DataDependentError
 
     with pytest.raises(GuardOnDataDependentSymNode) as info:
-        shapeproof.export(BranchOnCount(), (torch.randn(8, 3),), dynamic_shapes=({0: torch.export.Dim("N", min=2, max=64)},))
+        shapeproof.export(BranchOnCount(), (torch.randn(8, 3),),
+                          dynamic_shapes=({0: torch.export.Dim("N", min=2, max=64)},))
     err = info.value
     assert isinstance(err, DataDependentError)
     assert "torch._check" in str(err) and err.suggestions

@@ -94,8 +94,10 @@ def test_a_fix_that_leaves_one_size_makes_the_dim_static():
 
     h, w = Dim("H", min=32, max=256), Dim("W", min=32, max=256)
     spec = ({2: h, 3: w},)
-    fixed = apply_fixes(spec, [Fix("multiple", "H", "H = 32*Dim('H_32', min=2, max=2)", min=2, max=2, modulus=32),
+    fixed = apply_fixes(spec,
+                        [Fix("multiple", "H", "H = 32*Dim('H_32', min=2, max=2)", min=2, max=2, modulus=32),
                                Fix("range", "W", "W = Dim('W', min=96, max=96)", min=96, max=96)])
     assert fixed[0][2] is None and fixed[0][3] is None
-    kept = apply_fixes(spec, [Fix("multiple", "H", "H = 32*Dim('H_32', min=2, max=8)", min=2, max=8, modulus=32)])
+    kept = apply_fixes(spec,
+                       [Fix("multiple", "H", "H = 32*Dim('H_32', min=2, max=8)", min=2, max=8, modulus=32)])
     assert str(kept[0][2]) == str(32 * Dim("H_32", min=2, max=8)) and kept[0][3] is w

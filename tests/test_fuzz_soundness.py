@@ -22,6 +22,7 @@ def test_random_guards_get_python_verdicts_within_their_budget():
 
 def test_the_oracle_is_pythons_own_meaning():
     assert not oracle_holds(compile_guard("int(0.29*float(x)) == 29"), {"x": 100})
-    assert not oracle_holds(compile_guard("x // y == 1 or y == 0"), {"x": 1, "y": 0})     # Python raises first
+    # Python raises first
+    assert not oracle_holds(compile_guard("x // y == 1 or y == 0"), {"x": 1, "y": 0})
     assert oracle_holds(compile_guard("y == 0 or x // y == 1"), {"x": 1, "y": 0})
     assert oracle_holds(compile_guard("TruncDiv(-7, 2) == -3 and CeilDiv(-7, 2) == -3"), {})

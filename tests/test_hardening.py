@@ -37,7 +37,8 @@ def test_float_guards_are_decided_by_their_double_precision_value(text, ranges, 
 def test_floats_that_are_exact_in_doubles_are_still_proven_by_every_strategy():
     for name in ("rewrite", "z3", "cascade"):
         assert prove("T <= 16*math.ceil(T / 16)", ranges={"T": (2, 2 ** 50)}, strategy=name).proven, name
-        assert prove("math.floor(0.5*float(T)) == T // 2", ranges={"T": (-2 ** 40, 2 ** 40)}, strategy=name).proven
+        assert prove("math.floor(0.5*float(T)) == T // 2", ranges={"T": (-2 ** 40, 2 ** 40)},
+                     strategy=name).proven
 
 
 def test_unbounded_float_guards_are_not_proven_from_rationals():
@@ -69,7 +70,8 @@ def test_digits_outside_ascii_are_bad_input(text):
 
 
 def test_pythons_left_to_right_or_raises_before_it_reaches_a_true_operand():
-    """``x // y == 1 or y == 0`` raises at y == 0 in Python, so it is not proven (Kleene logic said it was)."""
+    """``x // y == 1 or y == 0`` raises at y == 0 in Python, so it is not proven (Kleene logic said it
+    was)."""
     v = prove("x // y == 1 or y == 0", ranges={"x": (1, 1), "y": (0, 1)})
     assert v.status is Status.REFUTED and v.counterexample == {"x": 1, "y": 0}
     assert prove("y == 0 or x // y == x", ranges={"x": (1, 5), "y": (0, 1)}).proven

@@ -1,4 +1,5 @@
-"""The HTML report of an export: what the page says, that user text cannot inject markup, and what a browser draws.
+"""The HTML report of an export: what the page says, that user text cannot inject markup, and what a browser
+draws.
 
 The browser test runs Debian's chromium headless.  It is skipped only when
 chromium is missing *and* ``SHAPEPROOF_REQUIRE_BROWSER`` is unset; ``.ci/run``
@@ -16,8 +17,8 @@ from xml.etree import ElementTree
 import numpy as np
 import pytest
 import torch
-from markupsafe import escape    # the escaping of the report's templates (&#39; for ', not &#x27;)
 import torch.nn.functional as F
+from markupsafe import escape    # the escaping of the report's templates (&#39; for ', not &#x27;)
 from shapeproof.export import ExportError, export_with_report
 from shapeproof.export.html import write_report
 from shapeproof.shapes import ShapeEnv, Source
@@ -57,7 +58,8 @@ def failed(tmp_path_factory):
     spec = ({0: Dim("B", min=1, max=8), 1: Dim("T", min=2, max=64)},)
     with pytest.raises(ExportError) as err:
         export_with_report(StackFour(), (torch.randn(2, 8, 3),), dynamic_shapes=spec)
-    path = write_report(err.value, tmp_path_factory.mktemp("report") / "failed.html", title=f"{HOSTILE} report")
+    path = write_report(err.value, tmp_path_factory.mktemp("report") / "failed.html",
+                        title=f"{HOSTILE} report")
     return err.value, path, path.read_text(encoding="utf-8")
 
 
@@ -89,7 +91,8 @@ def test_failed_export_page_shows_where_why_and_how_to_fix(failed):
     assert '<span class="chip">T = 4</span>' in page
     assert '<tr class="false"><td><code>(T // 4) != 1</code></td><td><code>False</code>' in page
     # every fix, the per-guard ones and the combined one
-    fixes = [f.description for v in err.violations for f in v.fixes] + [f.description for f in err.report.combined_fixes]
+    fixes = [f.description for v in err.violations
+             for f in v.fixes] + [f.description for f in err.report.combined_fixes]
     assert fixes and all(escape(d) in page for d in fixes)
     # failed guards are open; the header counts them
     assert page.count('<details class="card s-refuted"') == 2
@@ -113,12 +116,14 @@ def test_failed_export_page_draws_each_guards_dependencies(failed):
 def test_the_title_cannot_inject_markup(failed):
     _, _, page = failed
     assert "<script" not in page.lower()
-    assert f"<title>{escape(HOSTILE)} report</title>" in page and f"<h1>{escape(HOSTILE)} report</h1>" in page
+    assert f"<title>{escape(HOSTILE)} report</title>" in page
+    assert f"<h1>{escape(HOSTILE)} report</h1>" in page
 
 
 def test_names_paths_and_source_lines_are_escaped():
     env = ShapeEnv()
-    t = env.create_backed_symbol(50, Source("<b>x</b>.size(1)", "x", 1), declared=(2, 1024), dim_name="<i>T</i>")
+    t = env.create_backed_symbol(50, Source("<b>x</b>.size(1)", "x", 1), declared=(2, 1024),
+                                 dim_name="<i>T</i>")
     n = env.create_backed_symbol(6, Source("y.size(0)", "y", 0), declared=(0, 64), dim_name="N")
     env.record_guard(f"{t} >= 2")                          # proven over the range
     env.record_guard(f"{n} >= 2")                          # proven from 2 up, but the spec allows 0 and 1
@@ -198,7 +203,8 @@ def _chromium(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.skipif(CHROMIUM is None and not os.environ.get("SHAPEPROOF_REQUIRE_BROWSER"),
-                    reason="chromium is not installed (set SHAPEPROOF_REQUIRE_BROWSER=1 to make this a failure)")
+                    reason="chromium is not installed (set SHAPEPROOF_REQUIRE_BROWSER=1 to make this a "
+                    "failure)")
 def test_failed_export_page_renders_in_a_headless_browser(failed):
     err, _, _ = failed
     ARTIFACTS.mkdir(exist_ok=True)

@@ -1,4 +1,5 @@
-"""Loading a split package runs no code from it: pickles, zip bombs, eval'd text and bad manifests are refused."""
+"""Loading a split package runs no code from it: pickles, zip bombs, eval'd text and bad manifests are
+refused."""
 from __future__ import annotations
 
 import contextlib
@@ -140,7 +141,8 @@ def test_text_torch_would_eval_is_refused(package, tmp_path, where, text):
                 if isinstance(node, dict) and "expr_str" in node:
                     node["expr_str"] = text
                     break
-                todo.extend(node.values() if isinstance(node, dict) else node if isinstance(node, list) else [])
+                todo.extend(node.values() if isinstance(node, dict) else node if isinstance(node, list)
+                            else [])
         entries[name] = json.dumps(model).encode()
         return entries
 
@@ -155,7 +157,8 @@ def test_the_checks_accept_what_torch_writes():
                      "positive=True, integer=True), Integer(4))), Integer(4))")
     check_sympy_text("FloorDiv(s0 + 15, 16) >= Float('0.5', precision=53)")
     check_guard_code("((L['x'].size()[1]) % 4) != 0")
-    check_guard_code("(L['x'].size()[1] % 4 != 0) and (max(L['x'].size()[1], 8) < 60) and -((-L['x'].size()[1]) // 16) > 1")
+    check_guard_code("(L['x'].size()[1] % 4 != 0) and (max(L['x'].size()[1], 8) < 60) and "
+                     "-((-L['x'].size()[1]) // 16) > 1")
 
 
 def test_an_aotinductor_entry_is_refused(package, tmp_path):
@@ -267,7 +270,8 @@ def test_a_graph_node_that_is_not_a_torch_operator_is_refused(package, tmp_path)
     def edit(entries):
         name = _member_file(entries, "models/model.json")
         model = json.loads(entries[name])
-        node = next(n for n in model["graph_module"]["graph"]["nodes"] if n["target"].startswith("torch.ops.aten"))
+        node = next(n for n in model["graph_module"]["graph"]["nodes"]
+                    if n["target"].startswith("torch.ops.aten"))
         node["target"], node["inputs"] = "torch.serialization.os.getcwd", []
         entries[name] = json.dumps(model).encode()
         return entries

@@ -153,3 +153,53 @@ def test_the_serving_program_accepts_the_inputs_of_the_regions_it_serves():
     for t in (2, 5, 10, 11, 40):
         x = torch.randn(2, t)
         assert torch.equal(module(x), x * 2), t
+
+
+def test_without_split_the_error_offers_the_widest_range_one_program_serves():
+    """Clamped's genuine path is ``min(H, W) <= 4``; its pad branch merges: one program serves H, W >= 5."""
+    model = Clamped().eval()
+    with pytest.raises(shapeproof.ExportError) as info:     # a budget of its own: no default time cap
+        shapeproof.export(model, (torch.randn(2, 8, 12, 4),), dynamic_shapes=SPEC, time_budget=900)
+    narrowing = info.value.narrowing
+    assert narrowing is not None and "Wider: one program" in str(info.value)
+    assert {(f.dim, f.kind, f.min, f.max) for f in narrowing.fixes} == {("H", "range", 5, 24),
+                                                                       ("W", "range", 5, 24)}
+    spec = shapeproof.suggest_dynamic_shapes(info.value, SPEC)
+    program = shapeproof.export(model, (torch.randn(2, 8, 12, 4),), dynamic_shapes=spec)
+    _check_against_eager(program, model, [(5, 5), (24, 24), (5, 24), (24, 5), (8, 8), (7, 9), (13, 22)])
+
+
+class PatchPadThenWindows(torch.nn.Module):
+    """Swin's patch embedding: pads by ``4 - W % 4`` only when ``W % 4 != 0`` (that pad is 4, not 0, where
+    no padding is needed: a genuine second path), then a window block whose own pad branch merges."""
+
+    def __init__(self, c=4):
+        super().__init__()
+        self.embed = torch.nn.Conv2d(3, c, kernel_size=4, stride=4)
+        self.block = WindowBlock(c, 2)
+
+    def forward(self, x):  # (B, 3, H, W)
+        w = x.shape[-1]
+        if w % 4 != 0:
+            x = F_nn.pad(x, (0, 4 - w % 4))
+        return self.block(self.embed(x).permute(0, 2, 3, 1).contiguous())
+
+
+def test_the_widest_range_keeps_the_genuine_path_and_drops_the_pad_branches_that_merge():
+    model = PatchPadThenWindows().eval()
+    spec = ({3: Dim("W", min=8, max=64)},)
+    with pytest.raises(shapeproof.ExportError) as info:
+        shapeproof.export(model, (torch.randn(1, 3, 8, 16),), dynamic_shapes=spec, time_budget=900)
+    narrowing = info.value.narrowing
+    assert narrowing is not None
+    fixes = [(f.dim, f.kind, f.modulus, f.min, f.max) for f in narrowing.fixes]
+    assert fixes == [("W", "multiple", 4, 2, 16)]
+    program = shapeproof.export(model, (torch.randn(1, 3, 8, 16),),
+                                dynamic_shapes=shapeproof.suggest_dynamic_shapes(info.value, spec))
+    module = program.module()
+    for w in (8, 64, 12, 16, 20, 36, 60):          # ends; the window pad taken (W/4 odd) and not
+        x = torch.randn(1, 3, 8, w)
+        with torch.no_grad():
+            assert torch.allclose(module(x), model(x), atol=1e-5), w
+    with pytest.raises(AssertionError, match=r"size\(\)\[3\] % 4 == 0"):
+        module(torch.randn(1, 3, 8, 18))            # outside the narrowed range: rejected, not wrong

@@ -20,10 +20,10 @@ import pytest
 torch = pytest.importorskip("torch")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # bench/ is a folder of scripts, not installed
 
-from parity_cases import CASES, ParityCase, module
-from torch.export import Dim
+from parity_cases import CASES, ParityCase, module  # noqa: E402  (after the path and importorskip)
+from torch.export import Dim  # noqa: E402
 
-from bench import parity
+from bench import parity  # noqa: E402
 
 # Cases that fail today, each with the shapeproof behaviour that breaks parity (none at the moment).
 XFAIL: dict[str, str] = {}
@@ -61,7 +61,8 @@ def test_cases_build_fresh_and_identical_objects():
     assert m1 is not m2 and a1[0] is not a2[0] and torch.equal(a1[0], a2[0])
 
 
-# ---------------------------------------------------------------------------------------------- the checks can fail
+# ---------------------------------------------------------------------------------------------- the checks
+# can fail
 
 def _doubling(factor=2.0):
     def forward(self, x):
@@ -126,9 +127,9 @@ def test_range_containment_and_output_comparison():
 
 
 def test_error_checklist_reads_torch_messages():
-    torch_message = ("Constraints violated (dimy)! The values of dimy = L['y'].size()[0] in the specified range "
-                     "4 <= dimy <= 7 must always be related to the values of dimx = L['x'].size()[0] by "
-                     "dimy = dimx + 1.\nSuggested fixes:\n  dimy = dimx + 1")
+    torch_message = ("Constraints violated (dimy)! The values of dimy = L['y'].size()[0] in the specified "
+                     "range 4 <= dimy <= 7 must always be related to the values of dimx = L['x'].size()[0] "
+                     "by dimy = dimx + 1.\nSuggested fixes:\n  dimy = dimx + 1")
     assert parity.error_checklist(torch_message) == {"input_dim": True, "source_line": False, "value": True,
                                                      "fix": True}
     assert not any(parity.error_checklist("something went wrong").values())

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from shapeproof.solver import ParseError, holds, parse, parse_condition, parse_term
-from shapeproof.solver.formula import Rel, formula_str
+from shapeproof.solver.formula import formula_str
 
 # text, a point, whether the guard holds there (checked with the reference evaluator)
 ACCEPTED = [
@@ -121,7 +121,8 @@ def _combine(children):
 _term_texts = st.recursive(_atoms, _combine, max_leaves=8)
 _condition_texts = st.recursive(
     st.tuples(_term_texts, st.sampled_from(["==", "!=", "<", "<=", ">", ">="]), _term_texts).map(" ".join),
-    lambda c: st.one_of(st.tuples(c, st.sampled_from(["and", "or"]), c).map(lambda t: f"({t[0]}) {t[1]} ({t[2]})"),
+    lambda c: st.one_of(st.tuples(c, st.sampled_from(["and", "or"]), c).map(lambda t: f"({t[0]}) {t[1]} "
+                                                                            f"({t[2]})"),
                         c.map(lambda t: f"not ({t})")),
     max_leaves=4)
 

@@ -6,6 +6,7 @@ import shapeproof
 from export_cases import CASES
 from shapeproof.shapes.querylog import read_log, replay, to_log, write_log
 from shapeproof.solver.parse import parse_condition
+from shapeproof.tracer import strategy_named
 
 _BY_NAME = {c.name: c for c in CASES}
 
@@ -28,7 +29,8 @@ def test_replay_matches_a_fresh_export_with_the_other_strategy(case_name, other,
     """
     logged = read_log(write_log(_export(case_name, "cascade").engine.queries, tmp_path / "log.jsonl"))
     assert logged, "the export asked the engine nothing"
-    replayed = [v.status.value for v in replay(logged, strategy=other)]
+    chosen = strategy_named(other)
+    replayed = [v.status.value for v in replay(logged, strategy=chosen)]
     fresh = to_log(_export(case_name, other).engine.queries)
     diverge = next((i for i, (q, r) in enumerate(zip(logged, replayed)) if q.status != r), len(logged))
     shared = min(diverge + 1, len(logged))
@@ -36,7 +38,7 @@ def test_replay_matches_a_fresh_export_with_the_other_strategy(case_name, other,
     assert [q.status for q in fresh[:shared]] == replayed[:shared]
     if diverge == len(logged):
         assert len(fresh) == len(logged)
-    assert [v.status.value for v in replay(fresh, strategy=other)] == [q.status for q in fresh]
+    assert [v.status.value for v in replay(fresh, strategy=chosen)] == [q.status for q in fresh]
 
 
 def test_log_round_trips_through_the_safe_parser(tmp_path):

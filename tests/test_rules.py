@@ -63,13 +63,15 @@ def test_rule_fires_on_its_example_and_is_exact(rule):
 
 small_terms = st.recursive(
     st.one_of(st.sampled_from([symbol("x"), symbol("y")]), st.integers(-5, 5).map(sympy.Integer)),
-    lambda c: st.one_of(st.tuples(c, c).map(lambda t: t[0] + t[1]), st.tuples(c, c).map(lambda t: t[0] * t[1]),
+    lambda c: st.one_of(st.tuples(c, c).map(lambda t: t[0] + t[1]),
+                        st.tuples(c, c).map(lambda t: t[0] * t[1]),
                         st.tuples(c, c).map(lambda t: FloorDiv(*t)), st.tuples(c, c).map(lambda t: Mod(*t)),
                         st.tuples(c, c).map(lambda t: Max(*t)), st.tuples(c, c).map(lambda t: Min(*t))),
     max_leaves=4)
 
 
-@settings(max_examples=int(os.environ.get("SHAPEPROOF_EXAMPLES", 60)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("SHAPEPROOF_EXAMPLES", 60)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(RULES), st.lists(small_terms, min_size=5, max_size=5),
        st.tuples(st.integers(-5, 3), st.integers(0, 6)), st.tuples(st.integers(-5, 3), st.integers(0, 6)))
 def test_rule_is_exact_on_random_instances(rule, substitutes, xr, yr):

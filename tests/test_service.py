@@ -37,13 +37,16 @@ def test_prove_explain_simplify(server):
     assert status == 200 and v["status"] == "refuted" and v["counterexample"] == {"T": 4}
     status, v = call(server, "POST", "/prove", {"goal": "((2*T*T) // T) == 2*T", "ranges": {"T": [2, None]}})
     assert status == 200 and v["status"] == "proven"
-    status, ex = call(server, "POST", "/explain", {"guard": "(H // 2) == (2*(H // 4))", "ranges": {"H": [8, 256]}})
+    status, ex = call(server, "POST", "/explain",
+                      {"guard": "(H // 2) == (2*(H // 4))", "ranges": {"H": [8, 256]}})
     assert status == 200 and ex["status"] == "refuted" and ex["counterexample"]["H"] % 4 >= 2 and ex["fixes"]
-    message = ("Not all values of T = L['x'].size()[1] in the specified range T <= 1024 satisfy the generated "
-               "guard (L['x'].size()[1] % 4) != 0.")
+    message = ("Not all values of T = L['x'].size()[1] in the specified range T <= 1024 satisfy the "
+               "generated guard (L['x'].size()[1] % 4) != 0.")
     status, out = call(server, "POST", "/explain", {"message": message})
-    assert status == 200 and out["guards"][0]["status"] == "refuted" and out["guards"][0]["counterexample"] == {"T": 4}
-    status, s = call(server, "POST", "/simplify", {"expr": "(T + ((16 - T % 16) % 16)) // 16", "ranges": {"T": [1, None]}})
+    assert status == 200 and out["guards"][0]["status"] == "refuted"
+    assert out["guards"][0]["counterexample"] == {"T": 4}
+    status, s = call(server, "POST", "/simplify",
+                     {"expr": "(T + ((16 - T % 16) % 16)) // 16", "ranges": {"T": [1, None]}})
     assert status == 200 and s["simplified"] == "-((-T) // 16)"
     status, spec = call(server, "GET", "/openapi.json")
     assert status == 200 and set(spec["paths"]) >= {"/prove", "/explain", "/simplify"}
@@ -222,7 +225,8 @@ def test_connections_past_the_limit_get_503_and_the_server_recovers(strict_serve
 
 @pytest.mark.parametrize("path, body, field", [
     ("/explain", {"guard": EXPENSIVE["goal"], "ranges": EXPENSIVE["ranges"], "timeout": 1}, "status"),
-    ("/explain", {"message": "Not all values of T = L['x'].size()[1] in the specified range T <= 1024 satisfy "
+    ("/explain",
+     {"message": "Not all values of T = L['x'].size()[1] in the specified range T <= 1024 satisfy "
                              "the generated guard ((L['x'].size()[1]+1)**8) % (L['x'].size()[1]*7 + 1) != 3.",
                   "timeout": 1}, "guards"),
     ("/simplify", {"expr": "((a+b+c+1)**8) % (a*b + 1)", "ranges": EXPENSIVE["ranges"], "timeout": 1},

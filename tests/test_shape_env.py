@@ -9,7 +9,8 @@ from shapeproof.solver import parse_condition
 
 
 def dim(env, hint, path="x.size(1)", declared=None, name=None):
-    return env.create_backed_symbol(hint, Source(path, path.split(".")[0], 1), declared=declared, dim_name=name)
+    return env.create_backed_symbol(hint, Source(path, path.split(".")[0], 1), declared=declared,
+                                    dim_name=name)
 
 
 # --- symbols and ranges ---------------------------------------------------------
@@ -110,7 +111,8 @@ def test_unbacked_undecidable_is_a_data_dependent_error():
         env.evaluate(f"{u} > 5")
     text = str(err.value)
     assert "nonzero(x).size(0)" in text and "u0 > 5" in text
-    assert "torch._check(u0 > 5)" in err.value.suggestions and "torch._check(u0 <= 5)" in err.value.suggestions
+    assert "torch._check(u0 > 5)" in err.value.suggestions
+    assert "torch._check(u0 <= 5)" in err.value.suggestions
 
 
 def test_guard_or_false_returns_the_fallback_without_a_guard():
@@ -211,7 +213,8 @@ def test_explanation_leads_with_what_the_user_controls():
     assert {f.kind for f in ex.fixes} >= {"multiple"}
     text = ex.text
     assert "(T % 4) != 0 is False" in text
-    assert text.index("test_shape_env.py") < text.index("fails at") < text.index("fixes") < text.index("engine form")
+    assert (text.index("test_shape_env.py") < text.index("fails at") < text.index("fixes")
+            < text.index("engine form"))
     assert ex.to_dict()["counterexample"] == {"T": 4}
 
 
@@ -223,7 +226,8 @@ def test_joint_fix_covers_guards_that_need_several_dims():
     report = env.produce_guards()
     (violation,) = report.violations
     assert violation.fixes == []                                 # no single-dim fix can work
-    assert sorted((f.dim, f.modulus, f.remainder) for f in report.combined_fixes) == [("H", 2, 0), ("W", 2, 0)]
+    assert sorted((f.dim, f.modulus, f.remainder)
+                  for f in report.combined_fixes) == [("H", 2, 0), ("W", 2, 0)]
 
 
 def test_joint_fix_raises_minimums_where_no_congruence_helps():

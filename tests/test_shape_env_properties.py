@@ -31,9 +31,11 @@ terms = st.recursive(leaves, lambda c: st.one_of(
     st.tuples(c, st.integers(1, 8).map(Integer)).map(lambda t: Mod(*t)),
     st.tuples(c, c).map(lambda t: FloorDiv(*t)),
     st.tuples(c, c).map(lambda t: Max(*t)), st.tuples(c, c).map(lambda t: Min(*t))), max_leaves=5)
-relations = st.tuples(st.sampled_from(["==", "!=", "<", "<=", ">", ">="]), terms, terms).map(lambda t: rel(*t))
+relations = st.tuples(st.sampled_from(["==", "!=", "<", "<=", ">", ">="]), terms,
+                      terms).map(lambda t: rel(*t))
 conditions = st.recursive(relations, lambda c: st.one_of(st.tuples(c, c).map(lambda t: conj(*t)),
-                                                         st.tuples(c, c).map(lambda t: disj(*t))), max_leaves=2)
+                                                         st.tuples(c, c).map(lambda t: disj(*t))),
+                                                         max_leaves=2)
 spans = st.tuples(st.integers(0, 4), st.integers(2, 7)).map(lambda t: (t[0], t[0] + t[1]))
 
 

@@ -8,7 +8,7 @@ import warnings
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import shapeproof.tracer  # noqa: F401  (registers strategy "torch", which is held to the same standard)
+from shapeproof.tracer import TorchStrategy  # strategy "torch" is held to the same standard
 from shapeproof.solver import STRATEGIES, CeilDiv, FloorDiv, Max, Min, Mod, Status, TruncDiv, prove, symbol
 from shapeproof.solver.formula import conj, disj, neg, rel
 from shapeproof.solver.problem import Problem
@@ -30,19 +30,26 @@ def _node(children):
     return st.one_of(arith, division, division, minmax)
 
 
-terms = st.recursive(leaves, _node, max_leaves=6).map(lambda t: t if not isinstance(t, int) else __import__("sympy").Integer(t))
-relations = st.tuples(st.sampled_from(["==", "!=", "<", "<=", ">", ">="]), terms, terms).map(lambda t: rel(*t))
+terms = st.recursive(leaves, _node, max_leaves=6).map(lambda t: t if not isinstance(t, int)
+                                                      else __import__("sympy").Integer(t))
+relations = st.tuples(st.sampled_from(["==", "!=", "<", "<=", ">", ">="]), terms,
+                      terms).map(lambda t: rel(*t))
 formulas = st.recursive(relations, lambda c: st.one_of(
-    st.tuples(c, c).map(lambda t: conj(*t)), st.tuples(c, c).map(lambda t: disj(*t)), c.map(neg)), max_leaves=3)
+    st.tuples(c, c).map(lambda t: conj(*t)), st.tuples(c, c).map(lambda t: disj(*t)), c.map(neg)),
+    max_leaves=3)
 boxes = st.lists(st.tuples(st.integers(-6, 6), st.integers(0, 7)), min_size=3, max_size=3).map(
     lambda spans: {s.name: (lo, lo + width) for s, (lo, width) in zip(SYMS, spans)})
+
+
+_STRATEGY = {"torch": TorchStrategy()}
+NAMES = sorted([*STRATEGIES, *_STRATEGY])
 
 
 def _check(goal, box, facts, name):
     problem = Problem.build(goal, box, facts)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        v = prove(goal, ranges=box, facts=facts, strategy=name, timeout=5.0)
+        v = prove(goal, ranges=box, facts=facts, strategy=_STRATEGY.get(name, name), timeout=5.0)
     truth_everywhere, _ = brute_force(problem)
     if v.status is Status.PROVEN:
         assert truth_everywhere, f"{name} proved a false guard: {problem.describe()}"
@@ -55,17 +62,18 @@ def _check(goal, box, facts, name):
         assert v.status is not Status.UNKNOWN, v   # both are complete on small boxes
 
 
-SETTINGS = settings(max_examples=int(os.environ.get("SHAPEPROOF_EXAMPLES", 150)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=int(os.environ.get("SHAPEPROOF_EXAMPLES", 150)), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
-@given(formulas, boxes, st.sampled_from(sorted(STRATEGIES)))
+@given(formulas, boxes, st.sampled_from(NAMES))
 def test_random_guards_against_brute_force(goal, box, name):
     _check(goal, box, (), name)
 
 
 @SETTINGS
-@given(formulas, relations, boxes, st.sampled_from(sorted(STRATEGIES)))
+@given(formulas, relations, boxes, st.sampled_from(NAMES))
 def test_random_guards_with_facts_against_brute_force(goal, fact, box, name):
     _check(goal, box, (fact,), name)
 
@@ -75,7 +83,8 @@ def test_random_guards_with_facts_against_brute_force(goal, fact, box, name):
 huge = st.sampled_from([10 ** 6, 10 ** 9, -(10 ** 9), 2 ** 31, 3 * 2 ** 40]).map(__import__("sympy").Integer)
 huge_terms = st.recursive(st.one_of(st.sampled_from(SYMS), huge), lambda c: st.one_of(
     st.tuples(c, c).map(lambda t: t[0] * t[1]), _node(c)), max_leaves=6)          # products are what overflow
-huge_relations = st.tuples(st.sampled_from(["==", "!=", "<", "<=", ">", ">="]), huge_terms, huge_terms).map(lambda t: rel(*t))
+huge_relations = st.tuples(st.sampled_from(["==", "!=", "<", "<=", ">", ">="]), huge_terms,
+                           huge_terms).map(lambda t: rel(*t))
 huge_boxes = st.lists(st.tuples(st.sampled_from([-(10 ** 9), 0, 10 ** 9, 2 ** 40]), st.integers(0, 2)),
                       min_size=3, max_size=3).map(
     lambda spans: {s.name: (lo, lo + width) for s, (lo, width) in zip(SYMS, spans)})

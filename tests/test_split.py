@@ -66,7 +66,8 @@ def _eager(model, x):
 
 def test_a_guard_that_only_picks_between_identical_graphs_is_dropped():
     t = Dim("T", min=2, max=40)
-    result = shapeproof.export_with_report(SameCodeEitherWay(), (torch.randn(2, 6, 3),), dynamic_shapes=({1: t},))
+    result = shapeproof.export_with_report(SameCodeEitherWay(), (torch.randn(2, 6, 3),),
+                                           dynamic_shapes=({1: t},))
     assert isinstance(result.program, torch.export.ExportedProgram)
     assert result.regions is not None and result.regions.covered and len(result.regions.regions) == 1
     assert len(result.regions.traces) == 2          # the example (even) and a counterexample (odd)
@@ -78,7 +79,8 @@ def test_a_guard_that_only_picks_between_identical_graphs_is_dropped():
 
 def test_default_export_of_a_real_branch_fails_and_names_the_regions():
     with pytest.raises(shapeproof.ExportError) as info:
-        shapeproof.export(PadToMultiple(), (torch.randn(2, 10, 3),), dynamic_shapes=({1: Dim("T", min=2, max=64)},))
+        shapeproof.export(PadToMultiple(), (torch.randn(2, 10, 3),),
+                          dynamic_shapes=({1: Dim("T", min=2, max=64)},))
     text = str(info.value)
     assert "region 1:" in text and "region 2:" in text and "split=True" in text
     assert "test_split.py" in text                   # the user's line of the branch
@@ -155,7 +157,8 @@ def test_region_predicates_print_as_python_torch_can_check():
         def forward(self, x):
             return x * 2
 
-    program = torch.export.export(Double(), (torch.ones(1, 5),), dynamic_shapes=({1: Dim("T", min=2, max=79)},))
+    program = torch.export.export(Double(), (torch.ones(1, 5),),
+                                  dynamic_shapes=({1: Dim("T", min=2, max=79)},))
     program._guards_code = [code]
     module = program.module()
     for t in range(2, 80):
@@ -171,7 +174,8 @@ def test_region_predicates_print_as_python_torch_can_check():
 def test_max_regions_bounds_programs_not_traces():
     spec = ({1: Dim("H", min=2, max=30), 2: Dim("W", min=2, max=30)},)
     example = (torch.randn(1, 4, 6),)
-    result = shapeproof.export_with_report(BothEven(), example, dynamic_shapes=spec, split=True, max_regions=2)
+    result = shapeproof.export_with_report(BothEven(), example, dynamic_shapes=spec, split=True,
+                                           max_regions=2)
     assert len(result.regions.regions) == 2 and len(result.regions.traces) == 3
     package = result.program
     for h, w in [(2, 2), (2, 3), (3, 2), (29, 30), (30, 30), (3, 3)]:
@@ -181,4 +185,5 @@ def test_max_regions_bounds_programs_not_traces():
         shapeproof.export(BothEven(), example, dynamic_shapes=spec, split=True, max_regions=1)
     regions = err.value.regions                 # the regions found before the bound, each explained
     assert len(regions) == 2 and all(f"region {i}: " in str(err.value) for i in (1, 2))
-    assert all(truth(r.predicate, {symbol(k): v for k, v in t.point.items()}) for r in regions for t in r.traces)
+    assert all(truth(r.predicate, {symbol(k): v for k, v in t.point.items()}) for r in regions
+               for t in r.traces)

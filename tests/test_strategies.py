@@ -52,7 +52,8 @@ TABLE = [
 @pytest.mark.parametrize("goal,ranges,facts,expected", TABLE, ids=[t[0][:40] for t in TABLE])
 def test_strategies_agree_with_the_truth_or_say_unknown(name, goal, ranges, facts, expected):
     with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)  # a strategy caught lying by the re-check fails the test
+        # a strategy caught lying by the re-check fails the test
+        warnings.simplefilter("error", RuntimeWarning)
         v = prove(goal, ranges=ranges, facts=facts, strategy=name, timeout=5.0)
     assert v.status in (expected, Status.UNKNOWN), v
     if v.status is R:
@@ -112,9 +113,9 @@ def test_an_open_ended_stage_leaves_time_for_enumeration():
 def test_torch_strategy_does_not_pass_on_torchs_wrong_proofs():
     """torch's value ranges prove TruncDiv(x, y) <= y - 4 here; Python says False at x = -2, y = 3."""
     pytest.importorskip("torch")
-    import shapeproof.tracer  # noqa: F401  (registers the strategy)
+    from shapeproof.tracer import TorchStrategy
 
-    verdict = prove("TruncDiv(x, y) <= -4 + y", ranges={"x": (-3, -2), "y": (3, 4)}, strategy="torch")
+    verdict = prove("TruncDiv(x, y) <= -4 + y", ranges={"x": (-3, -2), "y": (3, 4)}, strategy=TorchStrategy())
     assert verdict.refuted and verdict.counterexample == {"x": -2, "y": 3}
 
 

@@ -31,7 +31,7 @@ def test_inside_the_block_torch_export_is_shapeproofs_and_raises_its_error():
 
 
 def test_the_blocks_options_reach_every_export_it_runs():
-    """split, max_regions and time_budget are shapeproof.export's: with no time left no second trace starts."""
+    """split, max_regions and time_budget are shapeproof.export's: with no time left no 2nd trace starts."""
     spec = {"x": {0: Dim("n")}}
     with shapeproof.engine(split=True):
         assert len(torch.export.export(Parity(), (torch.randn(4),), dynamic_shapes=spec).programs) == 2

@@ -28,8 +28,8 @@ TERMS = [
     ("torch CeilDiv", lambda a, b: torch.utils._sympy.functions.CeilDiv(a, b), (s0, s1), POSITIVE),
     ("FloorToInt(IntTrueDiv)", lambda a, b: T.FloorToInt(T.IntTrueDiv(a, b)), (x, s1), SIGNED),
     ("CeilToInt(IntTrueDiv)", lambda a, b: T.CeilToInt(T.IntTrueDiv(a, b)), (x, s1), SIGNED),
-    ("TruncToInt(FloatTrueDiv)", lambda a, b: T.TruncToInt(T.FloatTrueDiv(T.ToFloat(a), T.ToFloat(b))), (x, s1),
-     SIGNED),
+    ("TruncToInt(FloatTrueDiv)", lambda a, b: T.TruncToInt(T.FloatTrueDiv(T.ToFloat(a), T.ToFloat(b))),
+     (x, s1), SIGNED),
     ("Max/Min", lambda a, b: T.Max(a, b) - T.Min(a, 2 * b), (x, s1), SIGNED),
     ("PowByNatural", lambda a, b: T.PowByNatural(a, 2) + b, (x, s1), SIGNED),
     ("LShift/RShift", lambda a, b: T.LShift(a, 2) + T.RShift(a, 1), (s0, s1), POSITIVE),
@@ -77,11 +77,17 @@ def test_ranges_map_infinity_to_none():
 
 
 @pytest.mark.parametrize("expr", [T.FloorDiv(s0, 2) + sympy.Symbol("zf", real=True),
-                                  torch.utils._sympy.functions.RoundToInt(T.IntTrueDiv(s0, 3)),
+                                  torch.utils._sympy.functions.RoundDecimal(T.IntTrueDiv(s0, 3), 2),
                                   torch.utils._sympy.functions.Where(sympy.Eq(s0, 1), s0, s1)])
 def test_unsupported_expressions_say_what_they_are(expr):
     with pytest.raises(UnsupportedExpression):
         to_term(expr)
+
+
+def test_round_to_int_is_pythons_round_half_to_even():
+    """``round(x.size(0) / 2)`` (ExportDB's dynamic_shape_round) is read, with Python's ties-to-even."""
+    term = to_term(torch.utils._sympy.functions.RoundToInt(T.IntTrueDiv(s0, 2)))
+    assert [evaluate_term(term, {"s0": n}) for n in range(1, 8)] == [round(n / 2) for n in range(1, 8)]
 
 
 def test_real_guards_from_a_trace_hold_at_the_example():
@@ -100,7 +106,8 @@ def test_real_guards_from_a_trace_hold_at_the_example():
 
 
 def test_each_relation_carries_only_the_divisors_of_its_own_sides():
-    """A fact ``s0 > 5`` converted after ``s0 / x`` must not need ``x != 0`` (it did: every divisor seen so far)."""
+    """A fact ``s0 > 5`` converted after ``s0 / x`` must not need ``x != 0`` (it did: every divisor seen so
+    far)."""
     from shapeproof.solver.formula import relations
 
     shared = T.IntTrueDiv(s0, x)

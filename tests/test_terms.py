@@ -45,10 +45,12 @@ def test_min_max_canonical_form():
 
 @given(st.integers(-10**30, 10**30), st.integers(-10**30, 10**30).filter(bool))
 def test_big_integers_are_exact(a, b):
-    assert evaluate_term(TruncDiv(x, y), {"x": a, "y": b}) == (abs(a) // abs(b)) * (1 if (a >= 0) == (b > 0) else -1)
+    sign = 1 if (a >= 0) == (b > 0) else -1
+    assert evaluate_term(TruncDiv(x, y), {"x": a, "y": b}) == (abs(a) // abs(b)) * sign
     assert evaluate_term(Mod(x, y), {"x": a, "y": b}) == a % b
 
 
-@pytest.mark.parametrize("term", [FloorDiv(x + 1, 2 * y), Mod(-x, 4) * 3, CeilDiv(x, y) - Max(x, -y), TruncDiv(x, 3)])
+@pytest.mark.parametrize("term",
+                         [FloorDiv(x + 1, 2 * y), Mod(-x, 4) * 3, CeilDiv(x, y) - Max(x, -y), TruncDiv(x, 3)])
 def test_printed_terms_parse_back(term):
     assert parse_term(term_str(term)) == term

@@ -163,3 +163,11 @@ def test_export_lowers_runtime_asserts_through_a_module_global():
     function, call = door.LOWER_ASSERTS
     assert call in inspect.getsource(getattr(door.export_utils, function))
     assert callable(door.export_utils.insert_deferred_runtime_asserts)
+
+
+def test_operator_overloads_keep_their_schema():
+    """size_ops/size_tracking name arguments and find in-place writes, merge.py finds mutating ops, by it."""
+    schema = door.op_schema(torch.ops.aten.add_.Tensor)
+    assert [a.name for a in schema.arguments][:2] == ["self", "other"] and schema.is_mutable
+    assert schema.arguments[0].alias_info.is_write
+    assert not door.op_schema(torch.ops.aten.view.default).is_mutable

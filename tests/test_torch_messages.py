@@ -21,7 +21,8 @@ def test_constraint_violations_become_guards_in_dim_names_with_their_ranges():
 def test_each_guard_is_explained_with_a_counterexample_that_violates_it():
     results = explain_torch_error(CONSTRAINTS)
     by_guard = {found.guard: ex for found, ex in results}
-    assert by_guard["(W % 4) == 0"].status == "refuted" and by_guard["(W % 4) == 0"].counterexample["W"] % 4 != 0
+    assert by_guard["(W % 4) == 0"].status == "refuted"
+    assert by_guard["(W % 4) == 0"].counterexample["W"] % 4 != 0
     ceil = by_guard["math.ceil(T / 16) != 1"]
     assert ceil.status == "refuted" and -(-ceil.counterexample["T"] // 16) == 1
     assert by_guard["2 <= S and S <= 511"].counterexample == {"S": 512}
@@ -33,7 +34,8 @@ def test_equality_specialization_and_data_dependent_messages():
 Could not guard on data-dependent expression Eq(u0, 1) (unhinted: Eq(u0, 1)).  (Size-like symbols: u0)
 """
     found = {g.kind: g for g in find_guards(text)}
-    assert found["equality"].guard == "W == H" and found["equality"].sources == {"W": "x.size(3)", "H": "x.size(2)"}
+    assert found["equality"].guard == "W == H"
+    assert found["equality"].sources == {"W": "x.size(3)", "H": "x.size(2)"}
     assert found["specialization"].guard == "L == 3000" and found["specialization"].ranges == {"L": (2, None)}
     assert found["data-dependent"].ranges == {"u0": (0, None)}
     verdicts = {g.kind: ex for g, ex in explain_torch_error(text)}
@@ -43,8 +45,9 @@ Could not guard on data-dependent expression Eq(u0, 1) (unhinted: Eq(u0, 1)).  (
 
 
 def test_a_true_guard_is_proven_and_a_log_without_guards_yields_none():
-    text = ("Not all values of T = L['x'].size()[1] in the specified range 2 <= T <= 512 satisfy the generated "
-            "guard (((-1) + ((2*L['x'].size()[1]*L['x'].size()[1]) // L['x'].size()[1])) % L['x'].size()[1]) != 0.")
+    text = ("Not all values of T = L['x'].size()[1] in the specified range 2 <= T <= 512 satisfy the "
+            "generated guard (((-1) + ((2*L['x'].size()[1]*L['x'].size()[1]) // L['x'].size()[1])) % "
+            "L['x'].size()[1]) != 0.")
     [(_, ex)] = explain_torch_error(text)
     assert ex.status == "proven"
     assert find_guards("Data-dependent branching\n  Explanation: Detected data-dependent branching") == []
@@ -65,9 +68,11 @@ def test_relaxed_and_inferred_dims_unbounded_ranges_and_paths_named_later():
     found = find_guards(text)
     assert [g.guard for g in found] == ["y_size_0 == (2*C)", "N == 7", "Eq(B, C)", "(C % 3) == 0"]
     relaxed, const, both, _ = found
-    assert relaxed.ranges == {"y_size_0": (2, None), "C": (3, 9)} and relaxed.sources["y_size_0"] == "y.size(0)"
+    assert relaxed.ranges == {"y_size_0": (2, None), "C": (3, 9)}
+    assert relaxed.sources["y_size_0"] == "y.size(0)"
     assert const.ranges == {"N": (4, None)}
-    assert both.ranges == {"B": (2, None), "C": (3, 9)} and both.sources == {"B": "x.size(1)", "C": "x.size(10)"}
+    assert both.ranges == {"B": (2, None), "C": (3, 9)}
+    assert both.sources == {"B": "x.size(1)", "C": "x.size(10)"}
     explained = {g.guard: ex for g, ex in explain_torch_error(text)}
     assert explained["N == 7"].counterexample["N"] != 7
     point = explained["Eq(B, C)"].counterexample
@@ -88,8 +93,10 @@ Could not extract specialized integer from data-dependent expression u1 (unhinte
     [(found, ex), (value, not_checked)] = explain_torch_error(text)
     assert found.ranges == {"u0": (0, None)} and "size-like" in " ".join(found.notes)
     assert ex.status == "refuted" and ex.counterexample["u0"] % 4 != 0 and ex.fixes == []
-    assert ex.where["file"] == "models/pad.py" and ex.where["line"] == 12 and ex.where["code"] == "if n % 4 == 0:"
-    assert value.kind == "data-dependent value" and not_checked.status == "not checked" and not_checked.index == 1
+    assert ex.where["file"] == "models/pad.py" and ex.where["line"] == 12
+    assert ex.where["code"] == "if n % 4 == 0:"
+    assert value.kind == "data-dependent value"
+    assert not_checked.status == "not checked" and not_checked.index == 1
 
 
 def test_dynamo_data_dependent_branch_becomes_its_traced_comparison():
@@ -114,12 +121,12 @@ from user code:
 
 
 def test_explain_messages_numbers_guards_and_honours_the_time_budget():
-    text = "\n".join(f"  - Not all values of T = L['x'].size()[1] in the specified range 2 <= T <= 64 satisfy the "
-                     f"generated guard (L['x'].size()[1] % {k}) != 0." for k in (2, 3, 5))
+    text = "\n".join("  - Not all values of T = L['x'].size()[1] in the specified range 2 <= T <= 64 "
+                     f"satisfy the generated guard (L['x'].size()[1] % {k}) != 0." for k in (2, 3, 5))
     explanations = explain_messages(text)
     assert [ex.index for ex in explanations] == [0, 1, 2]
     assert [ex.counterexample for ex in explanations] == [{"T": 2}, {"T": 3}, {"T": 5}]
     assert all(ex.status == "not checked" for ex in explain_messages(text, budget=0))
-    truncated = explain_messages("Not all values of T = L['x'].size()[1] in the specified range T <= 8 satisfy the "
-                                 "generated guard ((L['x'].size()[1] // 4")
+    truncated = explain_messages("Not all values of T = L['x'].size()[1] in the specified range T <= 8 "
+                                 "satisfy the generated guard ((L['x'].size()[1] // 4")
     assert truncated[0].status == "not checked" and "not explained" in truncated[0].notes[0]

@@ -17,8 +17,8 @@ def pool():
     pools = []
 
     def make(name: str, **options):
-        p = WorkerPool(f"{HANDLERS}:{name}", preload=["shapeproof.shapes.workers", HANDLERS], size=2, min_idle=1,
-                       **options)
+        p = WorkerPool(f"{HANDLERS}:{name}", preload=["shapeproof.shapes.workers", HANDLERS], size=2,
+                       min_idle=1, **options)
         p.start()
         pools.append(p)
         return p

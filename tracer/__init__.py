@@ -3,9 +3,10 @@
 Thin by design: it decides nothing about shapes itself.  ``engine_env``
 routes every question torch cannot settle to ``shapeproof.shapes``;
 ``sympy_bridge`` converts torch's sympy into the engine's terms; every
-private torch name goes through ``torch_internals``.
+private torch name goes through ``torch_internals``; ``TorchStrategy`` is
+torch's own reasoning as a solver strategy, for the solvers that choose it.
 """
 
-from .torch_strategy import register as _register_torch_strategy
+from .torch_strategy import TorchStrategy, strategy_named
 
-_register_torch_strategy()   # strategy="torch": torch's own reasoning, beside the engine's strategies
+__all__ = ["TorchStrategy", "strategy_named"]

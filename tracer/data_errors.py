@@ -20,12 +20,12 @@ def annotated(error: DataDependentError, symbols, unbound: dict, booleans: set) 
     lines = []
     for sym in sorted(symbols, key=lambda s: s.name):
         if sym in unbound:
-            lines.append(f"  {sym.name} is computed from sizes through tensors, but shapeproof could not follow it "
-                         f"exactly: {unbound[sym]}")
+            lines.append(f"  {sym.name} is computed from sizes through tensors, but shapeproof could not "
+                         f"follow it exactly: {unbound[sym]}")
     if any(sym in booleans for sym in symbols):
-        lines.append("To keep both branches instead, move the branch into torch.cond(pred, true_fn, false_fn, "
-                     "operands), which export traces on both sides.")
+        lines.append("To keep both branches instead, move the branch into torch.cond(pred, true_fn, "
+                     "false_fn, operands), which export traces on both sides.")
     if not lines:
         return error
-    return DataDependentError("\n".join([str(error), *lines]), error.expression, error.symbols, error.suggestions,
-                              error.where)
+    return DataDependentError("\n".join([str(error), *lines]), error.expression, error.symbols,
+                              error.suggestions, error.where)

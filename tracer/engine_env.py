@@ -42,8 +42,7 @@ from dataclasses import dataclass
 import sympy
 import torch
 
-from shapeproof.shapes import DataDependentError, DimKind, ShapeEnv, Source, capture
-from shapeproof.shapes.provenance import Provenance
+from shapeproof.shapes import DataDependentError, DimKind, Provenance, ShapeEnv, Source, capture
 
 from .data_errors import annotated
 from .exact_cancel import exact_cancellation
@@ -55,7 +54,8 @@ from .symbolic_range import symbolic_ranges
 from .sympy_bridge import UnsupportedExpression, bounds_of, to_condition, to_term
 from .torch_internals import (
     GuardOnDataDependentSymNode, OpOverload, RelaxedUnspecConstraint, StrictMinMaxConstraint,
-    TorchShapeEnv, TracingContext, UserError, UserErrorType, convert_guards_to_code, tracing, uninteresting_files,
+    TorchShapeEnv, TracingContext, UserError, UserErrorType, convert_guards_to_code, tracing,
+    uninteresting_files,
 )
 
 __all__ = ["DimSpec", "EngineShapeEnv", "TorchDataDependentError", "engine_tracing", "readable_source",
@@ -75,7 +75,8 @@ class DimSpec:
 
 
 class TorchDataDependentError(GuardOnDataDependentSymNode, DataDependentError):
-    """torch's data-dependent error type (so torch's own handlers still catch it) with the engine's message."""
+    """torch's data-dependent error type (so torch's own handlers still catch it) with the engine's
+    message."""
 
     def __init__(self, cond, engine_error: DataDependentError):
         GuardOnDataDependentSymNode.__init__(self, cond, str(engine_error))
@@ -141,7 +142,8 @@ class EngineShapeEnv(TorchShapeEnv):
         self._roots: dict[str, sympy.Symbol] = {}
         self._root_values: dict[str, tuple] = {}   # root Dim name -> (value, source that set it, its DimSpec)
         self._static_memo: dict = {}
-        self.unmirrored: list = []     # guards torch recorded that the engine cannot read (kept as input checks)
+        # guards torch recorded that the engine cannot read (kept as input checks)
+        self.unmirrored: list = []
         self.mirrored: set[int] = set()  # indices into self.guards of guards the engine records and judges
         self._producing_guards = False
         self.size_tracker = None       # set by engine_tracing: sizes followed through small tensors
@@ -151,7 +153,8 @@ class EngineShapeEnv(TorchShapeEnv):
     def create_symbol(self, val, source, dynamic_dim=None, constraint_dim=None, positive=True,
                       do_not_specialize_zero_one=False, symbolic_context=None):
         kwargs = dict(constraint_dim=constraint_dim, positive=positive,
-                      do_not_specialize_zero_one=do_not_specialize_zero_one, symbolic_context=symbolic_context)
+                      do_not_specialize_zero_one=do_not_specialize_zero_one,
+                      symbolic_context=symbolic_context)
         if dynamic_dim is not None:
             kwargs["dynamic_dim"] = dynamic_dim
         expr = super().create_symbol(val, source, **kwargs)
@@ -218,7 +221,8 @@ class EngineShapeEnv(TorchShapeEnv):
 
     def _set_replacement(self, a, tgt, msg):
         super()._set_replacement(a, tgt, msg)
-        if self.replacements.get(a) == tgt and tgt.is_number and isinstance(self.symbol_map.get(a), sympy.Symbol):
+        if (self.replacements.get(a) == tgt and tgt.is_number
+                and isinstance(self.symbol_map.get(a), sympy.Symbol)):
             self.engine.note_specialization(self.symbol_map[a], int(tgt))
 
     def create_unbacked_symint(self, source=None):
@@ -334,7 +338,8 @@ class EngineShapeEnv(TorchShapeEnv):
         return sum(len(v) for v in self.deferred_runtime_asserts.values())
 
     def _mirror_guards(self, before: int) -> None:
-        if self._producing_guards:   # torch enforcing declared input equalities: they stay torch's input checks
+        if self._producing_guards:
+            # torch enforcing declared input equalities: they stay torch's input checks
             return
         for index in range(before, len(self.guards)):
             guard = self.guards[index]
@@ -345,7 +350,8 @@ class EngineShapeEnv(TorchShapeEnv):
                 self.mirrored.add(index)
 
     def input_checks(self, graph_module, drop_mirrored: bool) -> list[str]:
-        """The program's input checks (torch's ``_guards_code``), optionally without the guards the engine judged.
+        """The program's input checks (torch's ``_guards_code``), optionally without the guards the engine
+        judged.
 
         After a region search proves a program valid beyond its own trace,
         the guards the engine mirrored are no longer requirements; what stays

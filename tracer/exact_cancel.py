@@ -29,7 +29,8 @@ __all__ = ["exact_quotient", "exact_cancellation"]
 
 
 def exact_quotient(expr: sympy.Expr) -> sympy.Expr:
-    """``expr`` (a product with the inverse of a factor of it) as a polynomial, else ``sympy.simplify(expr)``."""
+    """``expr`` (a product with the inverse of a factor of it) as a polynomial, else
+    ``sympy.simplify(expr)``."""
     expanded = sympy.expand_mul(expr, deep=False)
     return expanded if _integer_polynomial(expanded) else sympy.simplify(expr)
 

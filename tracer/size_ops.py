@@ -19,6 +19,7 @@ import sympy
 import torch
 
 from .size_values import FLOAT32, FLOAT64, BoolValue, FloatValue, IntValue, NotTracked, float_constant
+from .torch_internals import op_schema
 
 if TYPE_CHECKING:
     from .size_tracking import SizeTracker
@@ -106,7 +107,7 @@ def _columns(found: list[Tracked], n: int):
 
 def named_arguments(func, args, kwargs) -> dict:
     """``func``'s arguments by their schema names (``alpha`` of ``add.Scalar`` may come positionally)."""
-    named = dict(zip((a.name for a in func._schema.arguments), args))
+    named = dict(zip((a.name for a in op_schema(func).arguments), args))
     named.update(kwargs)
     return named
 
@@ -375,7 +376,7 @@ _WRITES: dict = {}
 def writes(func) -> bool:
     """Does ``func`` write into one of its arguments (in-place or ``out=`` ops)?"""
     if func not in _WRITES:
-        schema = getattr(func, "_schema", None)
+        schema = op_schema(func)
         _WRITES[func] = schema is not None and any(
             a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
     return _WRITES[func]

@@ -35,17 +35,16 @@ from dataclasses import dataclass
 import sympy
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
-from torch.utils._pytree import tree_leaves
 from torch.utils.weak import WeakIdKeyDictionary
 
-from shapeproof.shapes.provenance import Provenance, capture
+from shapeproof.shapes import Provenance, capture
 
 from .size_ops import (
     HANDLERS, ITEM_OPS, MAX_ELEMENTS, PyFloat, SymFloat, Tracked, named_arguments, read_values, writes,
 )
 from .size_values import FLOAT64, Algebra, BoolValue, FloatValue, IntValue, NotTracked, Value
 from .sympy_bridge import UnsupportedExpression, to_term
-from .torch_internals import FakeTensor, FloatTrueDiv, IntTrueDiv, ToFloat, ValueRanges
+from .torch_internals import FakeTensor, FloatTrueDiv, IntTrueDiv, ToFloat, ValueRanges, op_schema, pytree
 
 __all__ = ["SizeTracker", "Binding", "small_buffers"]
 
@@ -150,7 +149,7 @@ class SizeTracker:
     def _reason_of(self, args, kwargs) -> str | None:
         if not len(self.reasons):              # the common case, on every op of big tensors
             return None
-        for x in tree_leaves((args, kwargs)):
+        for x in pytree.tree_leaves((args, kwargs)):
             if isinstance(x, torch.Tensor) and x in self.reasons:
                 return self.reasons[x]
         return None
@@ -188,7 +187,7 @@ class SizeTracker:
 
     def _forget_written(self, func, args, kwargs) -> None:
         written = set()
-        for i, arg in enumerate(func._schema.arguments):
+        for i, arg in enumerate(op_schema(func).arguments):
             if arg.alias_info is not None and arg.alias_info.is_write:
                 t = args[i] if i < len(args) else kwargs.get(arg.name)
                 if isinstance(t, torch.Tensor):

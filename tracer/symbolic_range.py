@@ -22,7 +22,7 @@ import sys
 import torch
 from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw, statically_known_true
 
-from shapeproof.shapes.provenance import is_user_frame
+from shapeproof.shapes import is_user_frame
 
 from .patching import SharedPatch
 

@@ -2,9 +2,11 @@
 
 torch's ShapeEnv speaks sympy with its own functions
 (``torch.utils._sympy.functions``); the engine speaks ``shapeproof.solver``
-terms with exact Python semantics.  Conversion is a table from torch class to
-converter, memoized per call so shared subexpressions convert once.  Anything
-without an exact meaning here (rounding to even, bit operations, ``Where``,
+terms with exact Python semantics.  Which torch class is which engine node is
+the ``names`` column of ``shapeproof.solver.nodes`` (torch's class names are
+the spellings guard text uses); conversion is memoized per call so shared
+subexpressions convert once.  Anything
+without an exact meaning here (bit operations, ``Where``,
 opaque float functions, infinities inside an expression) raises
 ``UnsupportedExpression``, and callers fall back to torch's own answer.
 Float-valued parts (``ToFloat``, true division, float constants) become the
@@ -13,6 +15,7 @@ double-precision meaning; a float sum or product is evaluated in argument order.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable, Mapping
 
@@ -20,9 +23,8 @@ import sympy
 from sympy import Expr, Integer, Symbol
 from sympy.logic.boolalg import BooleanAtom
 
-from shapeproof.solver import floats as FL
-from shapeproof.solver import formula as F
-from shapeproof.solver.terms import FloorDiv, Max, Min, Mod, symbol
+from shapeproof import solver as S
+from shapeproof.solver import FloorDiv, Kind, Mod, floats as FL, rows_named, symbol
 
 from . import torch_internals as T
 
@@ -84,12 +86,7 @@ class _Converter:
             if e.is_integer is False or (e.is_integer is None and e.is_real is not None):
                 raise UnsupportedExpression(f"symbol {e} is not an integer")
             return symbol(e.name)
-        handler = _HANDLERS.get(type(e))
-        if handler is None:
-            for cls, candidate in _HANDLERS.items():
-                if isinstance(e, cls):
-                    handler = candidate
-                    break
+        handler = _handler(type(e))
         if handler is None:
             raise UnsupportedExpression(f"no exact meaning for {type(e).__name__}: {e}")
         return handler(self, e)
@@ -121,15 +118,15 @@ class _Converter:
         return node
 
     # -- conditions -----------------------------------------------------------------
-    def condition(self, e) -> F.Formula:
+    def condition(self, e) -> S.Formula:
         if isinstance(e, BooleanAtom) or e in (sympy.true, sympy.false):
-            return F.TRUE if bool(e) else F.FALSE
+            return S.TRUE if bool(e) else S.FALSE
         if isinstance(e, sympy.And):
-            return F.conj(*(self.condition(a) for a in e.args))
+            return S.conj(*(self.condition(a) for a in e.args))
         if isinstance(e, sympy.Or):
-            return F.disj(*(self.condition(a) for a in e.args))
+            return S.disj(*(self.condition(a) for a in e.args))
         if isinstance(e, sympy.Not):
-            return F.neg(self.condition(e.args[0]))
+            return S.neg(self.condition(e.args[0]))
         op = _RELATIONS.get(type(e))
         if op is None:
             raise UnsupportedExpression(f"not a condition: {type(e).__name__}: {e}")
@@ -142,23 +139,10 @@ class _Converter:
         divs = FL.prune_defined(own, lhs, rhs)
         if FL.is_float(lhs) or FL.is_float(rhs):
             return FL.compare_float(op, lhs, rhs, divs)
-        return F.rel(op, lhs, rhs, divs)
+        return S.rel(op, lhs, rhs, divs)
 
 
-def _floordiv(c: _Converter, e):
-    return FloorDiv(c.term(e.args[0]), c.term(e.args[1]))
-
-
-def _mod(c: _Converter, e):
-    return Mod(c.term(e.args[0]), c.term(e.args[1]))
-
-
-def _modular_indexing(c: _Converter, e):
-    base, div, mod = (c.term(a) for a in e.args)
-    return Mod(FloorDiv(base, div), mod)
-
-
-def _pow(c: _Converter, e):
+def _pow(c: _Converter, e, row=None):
     base, exponent = e.args
     if not exponent.is_Integer:
         raise UnsupportedExpression(f"exponent must be an integer: {e}")
@@ -169,55 +153,60 @@ def _pow(c: _Converter, e):
     return value ** k
 
 
-def _lshift(c: _Converter, e):
-    base, shift = c.term(e.args[0]), c.term(e.args[1])
-    if not shift.is_Integer or shift < 0:
-        raise UnsupportedExpression(f"symbolic shift: {e}")
-    return base * 2 ** int(shift)
+def _minmax(c: _Converter, e, row):
+    values = [c.value(a) for a in e.args]
+    if any(FL.is_float(v) for v in values):
+        raise UnsupportedExpression(f"min/max of float values: {e}")
+    return row.cls(*values)
 
 
-def _rshift(c: _Converter, e):
-    base, shift = c.term(e.args[0]), c.term(e.args[1])
-    if not shift.is_Integer or shift < 0:
-        raise UnsupportedExpression(f"symbolic shift: {e}")
-    return FloorDiv(base, 2 ** int(shift))
-
-
-def _minmax(node):
+def _shift(left: bool):
     def convert(c: _Converter, e):
-        values = [c.value(a) for a in e.args]
-        if any(FL.is_float(v) for v in values):
-            raise UnsupportedExpression(f"min/max of float values: {e}")
-        return node(*values)
+        base, shift = c.term(e.args[0]), c.term(e.args[1])
+        if not shift.is_Integer or shift < 0:
+            raise UnsupportedExpression(f"symbolic shift: {e}")
+        return base * 2 ** int(shift) if left else FloorDiv(base, 2 ** int(shift))
     return convert
 
 
-_HANDLERS: dict[type, Callable] = {
-    sympy.Add: lambda c, e: c._combine("+", e.args),
-    sympy.Mul: lambda c, e: c._combine("*", e.args),
-    sympy.Pow: _pow,
-    T.PowByNatural: _pow,
-    T.FloorDiv: _floordiv,            # CleanDiv is a FloorDiv subclass: same value, known exact
-    T.PythonMod: _mod,
-    T.Mod: _mod,                      # torch's Mod is only used with non-negative arguments
-    sympy.Mod: _mod,
-    T.ModularIndexing: _modular_indexing,
-    T.IntTrueDiv: lambda c, e: c.true_div(*e.args),
-    T.FloatTrueDiv: lambda c, e: c.true_div(*e.args),
-    T.ToFloat: lambda c, e: FL.to_float(c.value(e.args[0])),
-    T.Identity: lambda c, e: c.value(e.args[0]),
-    T.FloorToInt: lambda c, e: c.rounded(e, "floor"),
-    T.CeilToInt: lambda c, e: c.rounded(e, "ceil"),
-    T.TruncToInt: lambda c, e: c.rounded(e, "trunc"),
-    sympy.floor: lambda c, e: c.rounded(e, "floor"),
-    sympy.ceiling: lambda c, e: c.rounded(e, "ceil"),
-    T.LShift: _lshift,
-    T.RShift: _rshift,
-    T.Max: _minmax(Max),
-    T.Min: _minmax(Min),
-    sympy.Max: _minmax(Max),
-    sympy.Min: _minmax(Min),
+# How each kind of engine node is built from a torch (or sympy) function; which torch class is which
+# node is the ``names`` column of ``solver.nodes`` (torch's class names are guard text's spellings).
+_BUILDERS: dict[Kind, Callable] = {
+    Kind.DIVISION: lambda c, e, row: row.cls(c.term(e.args[0]), c.term(e.args[1])),
+    Kind.CHOICE: _minmax,
+    Kind.TRUE_DIV: lambda c, e, row: c.true_div(*e.args),
+    Kind.TO_FLOAT: lambda c, e, row: FL.to_float(c.value(e.args[0])),
+    Kind.ROUNDING: lambda c, e, row: c.rounded(e, row.rounding),
 }
+_SYMPY_RING: dict[type, Callable] = {
+    sympy.Add: lambda c, e, row: c._combine("+", e.args),
+    sympy.Mul: lambda c, e, row: c._combine("*", e.args),
+    sympy.Pow: _pow,
+}
+_BY_NAME = {name: row for name, row in rows_named(*_BUILDERS, Kind.RING).items()}
+# torch functions that are not one engine node
+_TORCH_ONLY: dict[type, Callable] = {
+    T.ModularIndexing: lambda c, e: Mod(FloorDiv(c.term(e.args[0]), c.term(e.args[1])), c.term(e.args[2])),
+    T.Identity: lambda c, e: c.value(e.args[0]),
+    T.LShift: _shift(left=True),
+    T.RShift: _shift(left=False),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _handler(cls: type) -> Callable | None:
+    """The converter for torch's sympy class ``cls`` (subclasses such as CleanDiv convert as their base)."""
+    if cls in _TORCH_ONLY:
+        return _TORCH_ONLY[cls]
+    if cls in _SYMPY_RING:
+        return lambda c, e: _SYMPY_RING[cls](c, e, None)
+    for klass in cls.__mro__:
+        row = _BY_NAME.get(klass.__name__)
+        if row is not None:
+            build = _pow if row.kind is Kind.RING else _BUILDERS[row.kind]
+            return lambda c, e: build(c, e, row)
+    return None
+
 
 _RELATIONS = {
     sympy.Eq: "==", sympy.Ne: "!=", sympy.Lt: "<", sympy.Le: "<=", sympy.Gt: ">", sympy.Ge: ">=",
@@ -232,7 +221,7 @@ def to_term(expr, rename: Mapping | None = None) -> Expr:
     return _Converter(rename).term(sympy.sympify(expr) if not isinstance(expr, sympy.Basic) else expr)
 
 
-def to_condition(expr, rename: Mapping | None = None) -> F.Formula:
+def to_condition(expr, rename: Mapping | None = None) -> S.Formula:
     """The shapeproof condition for a torch sympy boolean (Eq/Ne/Lt/.../And/Or/Not/true/false)."""
     return _Converter(rename).condition(expr)
 

@@ -18,19 +18,22 @@ from torch.export.exported_program import _convert_guards_to_code as convert_gua
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, RelaxedUnspecConstraint
 from torch.fx.experimental.symbolic_shapes import StrictMinMaxConstraint, uninteresting_files
 from torch.fx.experimental.symbolic_shapes import ShapeEnv as TorchShapeEnv
-import torch.utils._sympy.functions as sympy_functions  # noqa: F401  (exact_cancel patches it; pinned in tests)
+# exact_cancel patches this module (pinned in tests)
+import torch.utils._sympy.functions as sympy_functions  # noqa: F401
 from torch.utils._sympy.functions import (
     CeilToInt, CleanDiv, FloatTrueDiv, FloorDiv, FloorToInt, Identity, IntTrueDiv, LShift, Max, Min, Mod,
-    ModularIndexing, PowByNatural, PythonMod, RShift, ToFloat, TruncToInt,
+    ModularIndexing, PowByNatural, PythonMod, RoundToInt, RShift, ToFloat, TruncToInt,
 )
+import torch.utils._pytree as pytree
 from torch.utils._sympy.numbers import IntInfinity, NegativeIntInfinity
 from torch.utils._sympy.value_ranges import ValueRanges
 
 # (name, object) pairs the pin test checks; add a row when touching a new private name.
 PINNED = {
     "TracingContext": TracingContext, "tracing": tracing, "OpOverload": OpOverload,
-    "FakeTensorMode": FakeTensorMode, "DerivedDim": DerivedDim, "convert_guards_to_code": convert_guards_to_code,
-    "DispatchKey": DispatchKey, "HigherOrderOperator": HigherOrderOperator, "FakeTensor": FakeTensor,
+    "FakeTensorMode": FakeTensorMode, "DerivedDim": DerivedDim,
+    "convert_guards_to_code": convert_guards_to_code, "DispatchKey": DispatchKey,
+    "HigherOrderOperator": HigherOrderOperator, "FakeTensor": FakeTensor,
     "GuardOnDataDependentSymNode": GuardOnDataDependentSymNode, "TorchShapeEnv": TorchShapeEnv,
     "RelaxedUnspecConstraint": RelaxedUnspecConstraint, "StrictMinMaxConstraint": StrictMinMaxConstraint,
     "uninteresting_files": uninteresting_files, "UserError": UserError, "UserErrorType": UserErrorType,
@@ -40,26 +43,33 @@ PINNED = {
     "PythonMod": PythonMod, "RShift": RShift, "ToFloat": ToFloat, "TruncToInt": TruncToInt,
     "IntInfinity": IntInfinity, "NegativeIntInfinity": NegativeIntInfinity, "ValueRanges": ValueRanges,
     "DraftExportReport": DraftExportReport,
+    "RoundToInt": RoundToInt,
 }
+# torch.utils._pytree functions (export's input flattening, the size tracker's leaves)
+PYTREE_FUNCTIONS = ["tree_flatten_with_path", "tree_unflatten", "keystr", "tree_leaves"]
+PINNED.update({f"pytree.{name}": getattr(pytree, name) for name in PYTREE_FUNCTIONS})
 
 # ShapeEnv methods EngineShapeEnv overrides, with the parameters it relies on.
 OVERRIDDEN_SHAPE_ENV_METHODS = {
     "_init": [],
-    "create_symbol": ["val", "source", "dynamic_dim", "constraint_dim", "positive", "do_not_specialize_zero_one",
-                      "symbolic_context"],
+    "create_symbol": ["val", "source", "dynamic_dim", "constraint_dim", "positive",
+                      "do_not_specialize_zero_one", "symbolic_context"],
     "create_unbacked_symint": ["source"],
     "create_unbacked_symbool": [],
     "_constrain_range_for_size": ["a", "min", "max"],
-    "_maybe_evaluate_static": ["expr", "unbacked_only", "compute_hint", "size_oblivious", "axioms", "var_to_range"],
+    "_maybe_evaluate_static": ["expr", "unbacked_only", "compute_hint", "size_oblivious", "axioms",
+                               "var_to_range"],
     "evaluate_expr": ["orig_expr", "hint", "fx_node", "size_oblivious", "fallback_value", "forcing_spec"],
     "guard_or_defer_runtime_assert": ["orig_expr", "msg", "fx_node"],
     "produce_guards_verbose": ["placeholders", "sources", "input_contexts"],
     "_get_user_frame": [],
     "_set_replacement": ["a", "tgt", "msg"],
 }
-# ShapeEnv attributes EngineShapeEnv reads (the size tracker also resets a bound symbol's var_to_range).
-READ_SHAPE_ENV_ATTRIBUTES = ["guards", "deferred_runtime_asserts", "var_to_range", "source_name_to_debug_name",
-                             "var_to_sources", "dim_constraints", "backed_var_to_val", "replacements"]
+# ShapeEnv attributes EngineShapeEnv and the region search read (the size tracker also resets a bound
+# symbol's var_to_range).
+READ_SHAPE_ENV_ATTRIBUTES = ["guards", "deferred_runtime_asserts", "var_to_range",
+                             "source_name_to_debug_name", "var_to_sources", "dim_constraints",
+                             "backed_var_to_val", "replacements"]
 # Private ShapeEnv methods and attributes the size tracker uses (it sets and, while torch lowers runtime
 # asserts, lifts the replacements of the symbols it binds).
 CALLED_SHAPE_ENV_METHODS = {"_set_replacement": ["a", "tgt", "msg"], "_update_version_counter": []}
@@ -81,3 +91,12 @@ PRETTIFY_RESULTS = "prettify_results"     # DimConstraints method export calls f
 # (EngineShapeEnv demotes them); ExportedProgram keeps its input checks in ``_guards_code``.
 CONSTRAINT_FIELDS = {"StrictMinMaxConstraint": "warn_only", "StatelessSymbolicContext": "constraint_sizes"}
 EXPORTED_PROGRAM_GUARDS_ATTRIBUTE = "_guards_code"
+# An operator overload's schema (its arguments by name, their aliasing, whether it writes in place) is
+# ``OpOverload._schema``: the size tracker names arguments with it, the region search reads it to merge
+# graphs.
+OP_SCHEMA_ATTRIBUTE = "_schema"
+
+
+def op_schema(op):
+    """``op``'s ``torch.FunctionSchema`` (``arguments``, ``is_mutable``), or None if it has none."""
+    return getattr(op, OP_SCHEMA_ATTRIBUTE, None)

@@ -9,37 +9,30 @@ scan) shows it; otherwise it is reported as unknown.  torch's value-range
 reasoning is not exact (it proves ``TruncDiv(x, y) <= y - 4`` over
 ``x in [-3, -2], y in [3, 4]``, false at ``x = -2, y = 3``), so a True answer
 is scanned on boxes of up to ``_SCAN_LIMIT`` points before it is a proof, and
-a point the scan finds is a refutation.  Registered under
-``shapeproof.solver.STRATEGIES["torch"]`` when ``shapeproof.tracer`` is
-imported (``solver`` itself never imports torch).
+a point the scan finds is a refutation.  Chosen explicitly: pass a
+``TorchStrategy()`` (or ``strategy="torch"`` to ``shapeproof.export``, which
+resolves the name with ``strategy_named``); ``solver`` itself never imports torch.
 """
 from __future__ import annotations
 
 import sympy
-from shapeproof.solver import formula as F
-from shapeproof.solver.api import STRATEGIES
-from shapeproof.solver.problem import Deadline, Problem
-from shapeproof.solver.strategy import (
-    Outcome,
-    Strategy,
-    check_counterexample,
-    proven,
-    refuted,
-    sample_points,
-    unknown,
-)
-from shapeproof.solver.terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv
 from sympy import Expr, Symbol
+
+from shapeproof import solver as S
+from shapeproof.solver import (
+    Deadline, EnumerateStrategy, Outcome, Problem, Status, Strategy, Unmodelled, check_counterexample, proven,
+    refuted, row_of, sample_points, unknown,
+)
 
 from . import torch_internals as T
 
-__all__ = ["TorchStrategy", "register"]
+__all__ = ["TorchStrategy", "strategy_named"]
 
 _SCAN_LIMIT = 20_000
 
 
 class _ToTorch:
-    """shapeproof terms -> torch's sympy functions (Python semantics: PythonMod, FloorDiv)."""
+    """shapeproof terms -> torch's sympy functions: each node's ``torch`` column (``solver.nodes``)."""
 
     def __init__(self, names: dict[Symbol, Symbol]):
         self.names = names
@@ -49,31 +42,23 @@ class _ToTorch:
             return self.names[e]
         if e.is_Integer:
             return e
-        args = [self.term(a) for a in e.args]
-        if isinstance(e, FloorDiv):
-            return T.FloorDiv(*args)
-        if isinstance(e, Mod):
-            return T.PythonMod(*args)
-        if isinstance(e, CeilDiv):
-            return -T.FloorDiv(-args[0], args[1])
-        if isinstance(e, TruncDiv):
-            return T.TruncToInt(T.IntTrueDiv(*args))
-        if isinstance(e, Min):
-            return T.Min(*args)
-        if isinstance(e, Max):
-            return T.Max(*args)
-        if isinstance(e, (sympy.Add, sympy.Mul, sympy.Pow)):
-            return e.func(*args)
-        raise ValueError(f"no torch form for {e}")
+        try:
+            row = row_of(e)
+        except TypeError:
+            raise ValueError(f"no torch form for {e}") from None
+        if isinstance(row.torch, Unmodelled):
+            raise ValueError(f"no torch form for {e}: {row.torch.why}")
+        return row.torch(T, *(self.term(a) for a in e.args))
 
-    def condition(self, f: F.Formula):
-        if isinstance(f, F.Const):
+    def condition(self, f: S.Formula):
+        if isinstance(f, S.Const):
             return sympy.true if f.value else sympy.false
-        if isinstance(f, F.Rel):
-            op = {"==": sympy.Eq, "!=": sympy.Ne, "<": sympy.Lt, "<=": sympy.Le, ">": sympy.Gt, ">=": sympy.Ge}[f.op]
+        if isinstance(f, S.Rel):
+            op = {"==": sympy.Eq, "!=": sympy.Ne, "<": sympy.Lt, "<=": sympy.Le, ">": sympy.Gt,
+                  ">=": sympy.Ge}[f.op]
             return op(self.term(f.lhs), self.term(f.rhs))
         parts = [self.condition(a) for a in f.args]
-        return sympy.And(*parts) if isinstance(f, F.And) else sympy.Or(*parts)
+        return sympy.And(*parts) if isinstance(f, S.And) else sympy.Or(*parts)
 
 
 def _torch_range(lo, hi):
@@ -104,13 +89,13 @@ class TorchStrategy(Strategy):
             return unknown("torch's static evaluation left it open")
         if bool(answer):
             # torch takes every divisor to be nonzero; shapeproof's goals are false where one is zero
-            for d in sorted({d for r in F.relations(problem.goal) for d in r.divisors}, key=str):
-                if env._maybe_evaluate_static(sympy.Ne(convert.term(d), 0), axioms=axioms or None) is not sympy.true:
+            for d in sorted({d for r in S.relations(problem.goal) for d in r.divisors}, key=str):
+                if env._maybe_evaluate_static(sympy.Ne(convert.term(d), 0),
+                                              axioms=axioms or None) is not sympy.true:
                     return unknown("torch decides it assuming a divisor is nonzero, which it cannot show")
-            if problem.bounded and self._box_points(problem) <= _SCAN_LIMIT:
-                point = self._scan(problem, deadline)
-                if point is not None:
-                    return refuted(point, "torch's ShapeEnv decides it true, but it fails here")
+            point = self._scan(problem, deadline)
+            if point is not None:
+                return refuted(point, "torch's ShapeEnv decides it true, but it fails here")
             return proven("torch's ShapeEnv decides it statically")
         point = self._witness(problem, deadline)
         if point is None:
@@ -121,29 +106,18 @@ class TorchStrategy(Strategy):
         for point in sample_points(problem, count=12):
             if check_counterexample(problem, point) is None:
                 return point
-        if problem.bounded and self._box_points(problem) <= _SCAN_LIMIT:
-            return self._scan(problem, deadline)
-        return None
+        return self._scan(problem, deadline)
 
     @staticmethod
-    def _box_points(problem: Problem) -> int:
-        total = 1
-        for lo, hi in problem.ranges.values():
-            total *= hi - lo + 1
-        return total
-
-    def _scan(self, problem: Problem, deadline: Deadline):
-        import itertools
-
-        axes = [range(lo, hi + 1) for lo, hi in (problem.ranges[s] for s in problem.symbols)]
-        for k, values in enumerate(itertools.product(*axes)):
-            if k % 1024 == 0 and deadline.expired():
-                return None
-            point = dict(zip(problem.symbols, values))
-            if check_counterexample(problem, point) is None:
-                return point
-        return None
+    def _scan(problem: Problem, deadline: Deadline):
+        """The smallest counterexample of a box of at most ``_SCAN_LIMIT`` points, by enumeration."""
+        if not problem.bounded or problem.box_size > _SCAN_LIMIT:
+            return None
+        outcome = EnumerateStrategy(max_points=_SCAN_LIMIT).decide(problem, deadline)
+        return outcome.counterexample if outcome.status is Status.REFUTED else None
 
 
-def register() -> None:
-    STRATEGIES.setdefault("torch", TorchStrategy())
+def strategy_named(choice):
+    """``choice`` with the name ``"torch"`` made the strategy itself (solvers know the engine's own by
+    name)."""
+    return TorchStrategy() if choice == TorchStrategy.name else choice

@@ -1,0 +1,194 @@
+"""The widest part of the declared ranges that one program serves, when the whole of them needs several.
+
+A region search without ``split`` stops at the first two programs no
+identity unifies (Swin: patch padding ``4 - W % 4`` is not 0 where ``W % 4 ==
+0``; inputs no larger than a window take another path).  The error should
+then offer the widest ranges where *one* program works, not the narrow ones
+the first trace's guards ask for: most of the first trace's violated guards
+are pad branches that another trace's program serves, and only a few are
+genuine code paths.
+
+Each violated guard is tried alone: a trace where it is false and the
+others hold tells whether the first program's group serves that side
+(identity merge) or not (a genuine path: the guard becomes a restriction).
+The joint fix of the genuine guards is then *verified*: the solver must
+prove that its box lies inside the union of the regions the first program's
+group serves, tracing again at any point it finds outside.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from shapeproof import solver as F      # the solver's facade: conditions, questions
+from shapeproof.shapes import Fix, FixKind, joint_fixes
+from shapeproof.solver import Mod, prove, symbol, truth
+
+from .regions import (
+    COVERAGE_TIMEOUT,
+    TRACES_PER_REGION,
+    RegionSearch,
+    Trace,
+    canonical,
+    input_sizes,
+    inputs_at,
+    settable,
+    trace,
+)
+
+__all__ = ["Narrowing", "widest_single_program"]
+
+
+@dataclass
+class Narrowing:
+    """A verified restriction of the declared ranges under which one program serves every input."""
+
+    fixes: list[Fix]
+    program_point: dict[str, int]     # where the serving program was traced
+    traces: int                       # traces the narrowing took (beyond the search's)
+    seconds: float
+
+    def describe(self) -> str:
+        at = ", ".join(f"{k}={v}" for k, v in self.program_point.items())
+        return ("one program (traced at " + at + ") serves every input with "
+                + "; ".join(f.description for f in self.fixes)
+                + f" (verified by the solver over the traces' regions; {self.traces} more trace(s), "
+                  f"{self.seconds:.1f} s)")
+
+
+def fix_predicate(fixes: list[Fix]) -> F.Formula | None:
+    """The inputs a list of spec fixes allows, over canonical variables (None for a fix that is no box)."""
+    parts = []
+    for fix in fixes:
+        s = symbol(fix.dim)
+        if fix.kind is FixKind.RANGE:
+            parts += [F.ge(s, fix.min)] if fix.min is not None else []
+            parts += [F.le(s, fix.max)] if fix.max is not None else []
+        elif fix.kind is FixKind.MULTIPLE:
+            parts.append(F.eq(Mod(s, fix.modulus), fix.remainder))
+            parts += [F.ge(s, fix.modulus * fix.min + fix.remainder)] if fix.min is not None else []
+            parts += [F.le(s, fix.modulus * fix.max + fix.remainder)] if fix.max is not None else []
+        elif fix.kind is FixKind.STATIC:
+            parts.append(F.eq(s, fix.value))
+        else:
+            return None
+    return F.conj(*parts)
+
+
+def _kept(fixes: list[Fix]) -> float:
+    """The share of the declared ranges the fixes keep (a static dim keeps nothing)."""
+    return math.prod(0.0 if f.kind is FixKind.STATIC else 1.0 if f.kept is None else f.kept for f in fixes)
+
+
+class _Narrower:
+    def __init__(self, model, args, kwargs, spec, first: Trace, search: RegionSearch, *, strategy, timeout,
+                 options, stop_at):
+        self.model, self.args, self.kwargs, self.spec = model, args, kwargs, spec
+        self.first, self.programs = first, search.programs
+        self.traces = list(search.traces)
+        self.strategy, self.timeout, self.options, self.stop_at = strategy, timeout, options, stop_at
+        self.box = search.box
+        self.added = 0
+        self.max_added = len(first.report.violations) + TRACES_PER_REGION
+        canon = canonical(first.engine)
+        self.guards = [(v, F.substitute(v.lifted, canon)) for v in first.report.violations]
+
+    def served(self, t: Trace) -> bool:
+        """Whether ``t`` is in the group of the first trace's program."""
+        return any(self.first in g and t in g for g in self.programs.groups)
+
+    def group_region(self) -> F.Formula:
+        group = next(g for g in self.programs.groups if self.first in g)
+        return F.disj(*(t.region for t in group))
+
+    def trace_cost(self) -> float:
+        """Seconds a trace takes here (the mean of the search's traces)."""
+        return sum(t.seconds for t in self.traces) / len(self.traces)
+
+    def spent(self) -> bool:
+        out_of_time = self.stop_at is not None and time.perf_counter() + self.trace_cost() > self.stop_at
+        return self.added >= self.max_added or out_of_time
+
+    def trace_at(self, counterexample: dict) -> Trace | None:
+        if self.spent():
+            return None
+        point = {**self.first.point, **counterexample}
+        if set(counterexample) - settable(self.first.sizes):
+            return None
+        args, kwargs = inputs_at(self.model, self.args, self.kwargs, input_sizes(self.first.sizes, point))
+        found = trace(self.model, args, kwargs, self.spec, self.strategy, self.timeout, self.options)
+        self.traces.append(found)
+        self.added += 1
+        self.programs.add(found)
+        return found
+
+    def side_of(self, guard: F.Formula, others: F.Formula) -> Trace | None:
+        """A trace where ``guard`` is false and ``others`` hold: one already made, else a new one."""
+        for t in self.traces:
+            at = {symbol(k): v for k, v in t.point.items()}
+            if truth(guard, at) is False and truth(others, at) is True and t.program is not None:
+                return t
+        verdict = prove(F.disj(guard, F.neg(others)), ranges=self.box, strategy=self.strategy,
+                        timeout=self.timeout)
+        return self.trace_at(verdict.counterexample) if verdict.refuted else None
+
+    def genuine(self) -> list | None:
+        """The violated guards whose other side the first program does not serve (None: budget spent)."""
+        found, restriction = [], F.TRUE
+        for i, (violation, guard) in enumerate(self.guards):
+            others = F.conj(restriction, *(g for j, (_, g) in enumerate(self.guards) if j != i))
+            side = self.side_of(guard, others) or self.side_of(guard, restriction)
+            if side is None:
+                if self.spent():
+                    return None
+                continue                  # holds wherever the restriction does
+            if not self.served(side):
+                found.append(violation)
+                restriction = F.conj(restriction, guard)
+        return found
+
+    def verified(self, allowed: F.Formula) -> bool:
+        """Whether the first program's group serves every point of ``allowed``, tracing where unsure."""
+        while True:
+            verdict = prove(F.disj(F.neg(allowed), self.group_region()), ranges=self.box,
+                            strategy=self.strategy, timeout=max(self.timeout, COVERAGE_TIMEOUT))
+            if verdict.proven:
+                return True
+            if not verdict.refuted:
+                return False
+            found = self.trace_at(verdict.counterexample)
+            if found is None or not self.served(found):
+                return False
+
+
+def widest_single_program(model, args, kwargs, spec, first: Trace, search: RegionSearch, *, strategy: str,
+                          timeout: float, options: dict | None, stop_at: float | None) -> Narrowing | None:
+    """The widest verified spec restriction under which the first trace's program serves every input.
+
+    Takes at most one trace per violated guard plus ``TRACES_PER_REGION``, and
+    none when that many traces, at the search's mean cost, would overrun ``stop_at``.
+    None when the violations are not all input-dim guards, when no joint fix
+    exists, when the budget (those traces, or ``stop_at``) runs out, or when
+    a trace inside the fix's box needs another program.
+    """
+    start = time.perf_counter()
+    narrower = _Narrower(model, args, kwargs, spec, first, search, strategy=strategy, timeout=timeout,
+                         options=options, stop_at=stop_at)
+    inputs = set(canonical(first.engine).values())
+    if (not narrower.guards or any(t.region is None for t in narrower.traces)
+            or any(not g.free_symbols <= inputs for _, g in narrower.guards)):
+        return None
+    if stop_at is not None and start + narrower.trace_cost() * len(narrower.guards) > stop_at:
+        return None                       # fail fast: trying each guard alone would not fit the budget
+    needed = narrower.genuine()
+    if not needed:
+        return None
+    fixes = joint_fixes(first.engine, needed, timeout)
+    allowed = fix_predicate(fixes) if fixes else None
+    if allowed is None or not narrower.verified(allowed):
+        return None
+    if first.report.combined_fixes is not None and _kept(fixes) <= _kept(first.report.combined_fixes):
+        return None                       # no wider than what the first trace's own guards allow
+    group = next(g for g in narrower.programs.groups if first in g)
+    return Narrowing(fixes, group[0].point, narrower.added, time.perf_counter() - start)
