@@ -4,15 +4,18 @@ Layers (dependencies point one way): ``solver`` (integer shape logic, no
 torch) <- ``shapes`` (the shape environment, no torch) <- ``tracer`` (binds
 the engine to PyTorch) <- ``export`` (ExportedProgram assembly).
 
-``shapeproof.export(model, args, dynamic_shapes=...)``, ``shapeproof.ExportError``
-and ``shapeproof.suggest_dynamic_shapes`` load torch on first use; importing
-``shapeproof``, ``shapeproof.solver`` or ``shapeproof.shapes`` does not.
+``shapeproof.export(model, args, dynamic_shapes=...)``, ``shapeproof.ExportError``,
+``shapeproof.suggest_dynamic_shapes`` and ``shapeproof.engine(...)`` (under which
+``torch.export.export`` is shapeproof's) load torch on first use; importing
+``shapeproof``, ``shapeproof.solver`` or ``shapeproof.shapes`` does not, and
+they work where torch is not installed (``pip install "shapeproof[torch]"``
+adds it).
 """
 import importlib
 
 __version__ = "0.1.0"
 
-_FROM_EXPORT = {"ExportError", "ExportResult", "suggest_dynamic_shapes", "export_with_report"}
+_FROM_EXPORT = {"ExportError", "ExportResult", "suggest_dynamic_shapes", "export_with_report", "engine"}
 _FROM_SOLVER = {"prove", "simplify", "Verdict", "Status", "ParseError"}
 
 

@@ -184,6 +184,10 @@ def load_factory(spec: str):
 
 
 def _export(args):
+    from shapeproof.torch_extra import require_torch
+
+    # before the model's module: its own `import torch` would fail first
+    require_torch("shapeproof export")
     import shapeproof
 
     model, inputs, spec = load_factory(args.model)
@@ -309,6 +313,13 @@ def main(argv=None) -> int:
     except BadInput as exc:
         print(f"shapeproof: {exc}", file=sys.stderr)
         return BAD_INPUT
+    except ImportError as exc:
+        from shapeproof.torch_extra import TorchMissingError
+
+        if not isinstance(exc, TorchMissingError):
+            raise
+        print(f"shapeproof: {exc}", file=sys.stderr)
+        return FAILED
     except Exception as exc:
         if args.command not in _TEXT_COMMANDS:
             raise                            # a model's own error: its traceback is the user's to read

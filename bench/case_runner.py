@@ -2,6 +2,7 @@
 
     python -m bench.case_runner [--registry ../shared/corpus/cases.py] [--exporters torch,shapeproof]
                                 [--cases a,b] [--group hand|hf] [--jobs 2] [--timeout 300] [--out DIR]
+                                [--executor local|ray]
 
 A registry is a Python file with ``CASES[name].build() -> (model, args, dynamic_shapes)``
 (and optional ``alt_dims``), the format of ``../shared/corpus/cases.py``.  Each
@@ -30,10 +31,10 @@ import sys
 import time
 import traceback
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from .executors import EXECUTORS, REPO, run_jobs
+
 DEFAULT_REGISTRY = REPO.parent / "shared" / "corpus" / "cases.py"
 FIX_ROUNDS = 3
 EXPORTERS = ("torch", "shapeproof")      # also "split": shapeproof with split=True
@@ -401,6 +402,8 @@ def main(argv=None) -> int:
     parser.add_argument("--cases", default="")
     parser.add_argument("--group", default="")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--executor", choices=EXECUTORS, default="local",
+                        help="local: a pool of subprocesses; ray: the same subprocesses as Ray tasks")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "cases")
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -415,15 +418,9 @@ def main(argv=None) -> int:
     names = [n for n in cases if (not args.cases or n in args.cases.split(","))
              and (not args.group or cases[n].group == args.group)]
     exporters = args.exporters.split(",")
-    jobs = [(n, e) for n in names for e in exporters]
-    rows: list[dict] = []
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(_one, n, e, args) for n, e in jobs]
-        for k, future in enumerate(futures, 1):
-            row = future.result()
-            rows.append(row)
-            print(f"[{k}/{len(jobs)}] {row['case']} {row['exporter']}: {row['status']} "
-                  f"{row.get('seconds', 0):.1f}s {differential(row)}", file=sys.stderr, flush=True)
+    rows = run_jobs(_one, [(n, e, args) for n in names for e in exporters], executor=args.executor,
+                    workers=args.jobs, describe=lambda r: f"{r['case']} {r['exporter']}: {r['status']} "
+                                                          f"{r.get('seconds', 0):.1f}s {differential(r)}")
     print(write_outputs(rows, args.out, exporters))
     return 1 if any("mismatch" in differential(r) for r in rows) else 0
 

@@ -39,9 +39,10 @@ import sys
 import time
 import traceback
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .executors import run_jobs
 
 REPO = Path(__file__).resolve().parents[1]
 REGISTRY_MODULE = "tests.parity_cases"      # repo root on sys.path; imported once per process server
@@ -673,17 +674,16 @@ def main(argv=None) -> int:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["torch", "torch.export", "torch._dynamo", "shapeproof.export",
                                 REGISTRY_MODULE])
-    rows, start = [], time.perf_counter()
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(run_isolated, n, cases[n].group, args.probes, args.timeout, ctx)
-                   for n in names]
-        for k, future in enumerate(futures, 1):
-            row = future.result()
-            rows.append(row)
-            status = " / ".join((row.get(e) or {}).get("status", "-") for e in EXPORTERS)
-            bad = sorted({kind for kind, _ in row.get("problems", []) if kind in MUST_BE_ZERO})
-            print(f"[{k}/{len(names)} {time.perf_counter() - start:5.0f}s] {row['case']}: {status} "
-                  f"{row.get('wall_seconds', 0):.1f}s {' '.join(bad)}", file=sys.stderr, flush=True)
+
+    def describe(row: dict) -> str:
+        status = " / ".join((row.get(e) or {}).get("status", "-") for e in EXPORTERS)
+        bad = sorted({kind for kind, _ in row.get("problems", []) if kind in MUST_BE_ZERO})
+        return f"{row['case']}: {status} {row.get('wall_seconds', 0):.1f}s {' '.join(bad)}"
+
+    start = time.perf_counter()
+    # local only: the jobs share this process's forkserver context
+    rows = run_jobs(run_isolated, [(n, cases[n].group, args.probes, args.timeout, ctx) for n in names],
+                    workers=args.jobs, describe=describe, desc="cases")
     print(table(rows))
     print(f"{len(rows)} cases in {time.perf_counter() - start:.0f} s")
     if args.csv:

@@ -2,12 +2,14 @@
 
     python -m bench [--registry bench/models.py] [--strategies interval,rewrite,z3,cascade,torch]
                     [--cases a,b] [--group g] [--jobs 2] [--timeout 60] [--out bench/out/strategies]
+                    [--executor local|ray]
 
 For every model of a registry (the format of ``../shared/corpus/cases.py``;
 default: the project's own set in ``bench/models.py``) the runner exports once
 with ``torch.export.export(strict=False)`` and once with ``shapeproof.export``
 per strategy, each in its own subprocess with a timeout, ``--jobs`` at a time
-(a process pool: exports hold the GIL and torch's global state).  Each
+(a process pool: exports hold the GIL and torch's global state), or as Ray
+tasks with ``--executor ray`` (``bench/executors.py``).  Each
 shapeproof export writes its query log (``logs/<model>__<strategy>.jsonl``),
 which ``shapeproof.shapes.querylog.replay`` re-asks under any strategy
 without re-tracing.
@@ -23,11 +25,10 @@ import csv
 import json
 import statistics
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .case_runner import REPO, _one, differential, load_registry
+from .executors import EXECUTORS, run_jobs
 
 DEFAULT_REGISTRY = REPO / "bench" / "models.py"
 STRATEGIES = ("interval", "rewrite", "z3", "cascade", "torch")
@@ -140,7 +141,11 @@ def time_ratios(rows: list[dict], columns: list[str]) -> dict[str, list[tuple[st
 
 
 def plots(rows: list[dict], columns: list[str], out: Path) -> list[Path]:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:                      # the table and CSV do not need it
+        print('matplotlib is not installed: no plots (pip install -e ".[bench]")', file=sys.stderr)
+        return []
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -217,7 +222,9 @@ def main(argv=None) -> int:
     parser.add_argument("--no-torch-export", action="store_true", help="skip the plain torch.export column")
     parser.add_argument("--cases", default="")
     parser.add_argument("--group", default="")
-    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--jobs", type=int, default=2, help="exports at a time (Ray: CPUs of a local one)")
+    parser.add_argument("--executor", choices=EXECUTORS, default="local",
+                        help="local: a pool of subprocesses; ray: the same subprocesses as Ray tasks")
     parser.add_argument("--timeout", type=float, default=60, help="seconds per export (default 60)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "strategies")
     parser.add_argument("--replot", action="store_true", help="redo table and plots from --out/results.jsonl")
@@ -237,16 +244,9 @@ def main(argv=None) -> int:
     jobs = [(n, "torch", "cascade") for n in names if not args.no_torch_export]
     jobs += [(n, "shapeproof", s) for n in names for s in strategies]
     logs = args.out / "logs"
-    rows, start = [], time.perf_counter()
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:   # each job is its own process
-        futures = [pool.submit(_one, n, e, args, s, logs if e != "torch" else None) for n, e, s in jobs]
-        for k, future in enumerate(as_completed(futures), 1):
-            row = future.result()
-            rows.append(row)
-            elapsed = time.perf_counter() - start
-            eta = elapsed / k * (len(jobs) - k)
-            print(f"[{k}/{len(jobs)} {elapsed:5.0f}s, ~{eta:4.0f}s left] {row['case']} {_label(row)}: "
-                  f"{row['status']} {row.get('seconds', 0):.1f}s", file=sys.stderr, flush=True)
+    rows = run_jobs(_one, [(n, e, args, s, logs if e != "torch" else None) for n, e, s in jobs],
+                    executor=args.executor, workers=args.jobs,
+                    describe=lambda r: f"{r['case']} {_label(r)}: {r['status']} {r.get('seconds', 0):.1f}s")
     print(write(rows, columns, args.out))
     return 1 if any("mismatch" in differential(r) for r in rows) else 0
 

@@ -6,10 +6,15 @@ The package is itself callable (``shapeproof.export(...)``) so that the layer
 import sys
 import types
 
-from .api import ExportResult, export, export_with_report, suggest_dynamic_shapes
-from .errors import ExportError
+from shapeproof.torch_extra import require_torch
 
-__all__ = ["export", "export_with_report", "ExportResult", "ExportError", "suggest_dynamic_shapes"]
+require_torch()      # without torch: an ImportError naming the extra, not torch's bare ModuleNotFoundError
+
+from .api import ExportResult, export, export_with_report, suggest_dynamic_shapes  # noqa: E402
+from .errors import ExportError  # noqa: E402
+from .switch import engine  # noqa: E402
+
+__all__ = ["engine", "export", "export_with_report", "ExportResult", "ExportError", "suggest_dynamic_shapes"]
 
 
 class _CallableModule(types.ModuleType):

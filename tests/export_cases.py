@@ -81,6 +81,16 @@ class HalfBatch(nn.Module):
         return (z[:, 0] * z[:, 1]).sum(-1)
 
 
+class EvenBatch(nn.Module):
+    def forward(self, x):                    # (B, D): needs an even B, a guard that really fails at B = 3
+        return x.view(x.shape[0] // 2, 2 * x.shape[1])
+
+
+def even_batch() -> tuple:
+    """(model, args, dynamic_shapes) of ``EvenBatch`` over B in [2, 9]: every exporter fails on it."""
+    return EvenBatch().eval(), (torch.randn(4, 3),), ({0: Dim("B", min=2, max=9)},)
+
+
 class MaxPoolCeil(nn.Module):
     def __init__(self):
         super().__init__()

@@ -5,7 +5,6 @@ The browser test runs Debian's chromium headless.  It is skipped only when
 chromium is missing *and* ``SHAPEPROOF_REQUIRE_BROWSER`` is unset; ``.ci/run``
 sets it, so in CI a missing browser fails the test instead of skipping it.
 """
-import html
 import inspect
 import os
 import shutil
@@ -19,6 +18,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from markupsafe import escape    # the escaping of the report's templates (&#39; for ', not &#x27;)
 from shapeproof.export import ExportError, export_with_report
 from shapeproof.export.html import write_report
 from shapeproof.shapes import ShapeEnv, Source
@@ -85,7 +85,7 @@ def test_failed_export_page_shows_where_why_and_how_to_fix(failed):
     assert path.exists() and "export failed" in page
     # the user's source line, as file:line and as code
     assert f"test_html_report.py:{_reshape_line()}" in page
-    assert html.escape("return x.reshape(b, t // 4, 4 * d)") in page
+    assert escape("return x.reshape(b, t // 4, 4 * d)") in page
     # the counterexample of each violation, evaluated step by step down to the failing relation
     assert [v.counterexample for v in err.violations] == [{"T": 2, "B": 2}, {"T": 4}]
     assert '<span class="chip">T = 4</span>' in page
@@ -93,7 +93,7 @@ def test_failed_export_page_shows_where_why_and_how_to_fix(failed):
     # every fix, the per-guard ones and the combined one
     fixes = [f.description for v in err.violations
              for f in v.fixes] + [f.description for f in err.report.combined_fixes]
-    assert fixes and all(html.escape(d) in page for d in fixes)
+    assert fixes and all(escape(d) in page for d in fixes)
     # failed guards are open; the header counts them
     assert page.count('<details class="card s-refuted"') == 2
     assert page.count(" open><summary>") == 2
@@ -116,8 +116,8 @@ def test_failed_export_page_draws_each_guards_dependencies(failed):
 def test_the_title_cannot_inject_markup(failed):
     _, _, page = failed
     assert "<script" not in page.lower()
-    assert f"<title>{html.escape(HOSTILE)} report</title>" in page
-    assert f"<h1>{html.escape(HOSTILE)} report</h1>" in page
+    assert f"<title>{escape(HOSTILE)} report</title>" in page
+    assert f"<h1>{escape(HOSTILE)} report</h1>" in page
 
 
 def test_names_paths_and_source_lines_are_escaped():
@@ -130,7 +130,7 @@ def test_names_paths_and_source_lines_are_escaped():
     env.evaluate(f"({t} % 4) != 0")  # refuted at T = 4; <script>alert(1)</script> on the user's line
     page = render_html(env, env.produce_guards(), title="t", exported=False)
     assert "<b>x</b>" not in page and "<i>T</i>" not in page and "<script" not in page
-    assert html.escape("<script>alert(1)</script> on the user's line") in page     # the source line
+    assert escape("<script>alert(1)</script> on the user's line") in page     # the source line
     assert "&lt;b&gt;x&lt;/b&gt;.size(1)" in page and "&lt;i&gt;T&lt;/i&gt;" in page
     for svg in _svgs(page):
         assert svg.tag.endswith("svg")

@@ -12,6 +12,7 @@ import torch._export.utils as export_utils  # noqa: F401  (size_asserts wraps it
 from torch._guards import TracingContext, tracing
 from torch._ops import HigherOrderOperator, OpOverload
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch.export._draft_export import DraftExportReport
 from torch.export.dynamic_shapes import _DerivedDim as DerivedDim
 from torch.export.exported_program import _convert_guards_to_code as convert_guards_to_code
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, RelaxedUnspecConstraint
@@ -41,6 +42,7 @@ PINNED = {
     "Min": Min, "Mod": Mod, "ModularIndexing": ModularIndexing, "PowByNatural": PowByNatural,
     "PythonMod": PythonMod, "RShift": RShift, "ToFloat": ToFloat, "TruncToInt": TruncToInt,
     "IntInfinity": IntInfinity, "NegativeIntInfinity": NegativeIntInfinity, "ValueRanges": ValueRanges,
+    "DraftExportReport": DraftExportReport,
     "RoundToInt": RoundToInt,
 }
 # torch.utils._pytree functions (export's input flattening, the size tracker's leaves)

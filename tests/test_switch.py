@@ -1,0 +1,92 @@
+"""``shapeproof.engine()``: inside the block torch.export is shapeproof's; outside it is torch's, exactly."""
+import pytest
+import torch
+from torch.export import Dim
+
+import shapeproof
+from shapeproof.export import ExportError
+
+from export_cases import CASES, even_batch as _even_batch
+
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
+
+
+class Parity(torch.nn.Module):
+    def forward(self, x):                    # two programs: n even, n odd
+        if x.size(0) % 2 == 0:
+            return x * 2
+        return x + 1
+
+
+def _torch_functions():
+    return torch.export.export, torch.export.draft_export
+
+
+def test_inside_the_block_torch_export_is_shapeproofs_and_raises_its_error():
+    model, args, spec = _even_batch()
+    with shapeproof.engine():
+        with pytest.raises(ExportError) as info:
+            torch.export.export(model, args, dynamic_shapes=spec)
+    assert info.value.violations[0].counterexample == {"B": 3}
+
+
+def test_the_blocks_options_reach_every_export_it_runs():
+    """split, max_regions and time_budget are shapeproof.export's: with no time left no 2nd trace starts."""
+    spec = {"x": {0: Dim("n")}}
+    with shapeproof.engine(split=True):
+        assert len(torch.export.export(Parity(), (torch.randn(4),), dynamic_shapes=spec).programs) == 2
+    with shapeproof.engine(split=True, time_budget=0.0), pytest.raises(ExportError) as info:
+        torch.export.export(Parity(), (torch.randn(4),), dynamic_shapes=spec)
+    assert "time budget ran out after 1 traces" in str(info.value)
+
+
+def test_leaving_the_block_restores_torch_exactly_even_after_an_error():
+    before = _torch_functions()
+    model, args, spec = _even_batch()
+    with pytest.raises(ExportError):
+        with shapeproof.engine():
+            replaced = _torch_functions()
+            torch.export.draft_export(model, args, dynamic_shapes=spec)
+    assert all(a is not b for a, b in zip(replaced, before))
+    assert all(a is b for a, b in zip(_torch_functions(), before))
+    with pytest.raises(torch._dynamo.exc.UserError) as info:      # torch's own behaviour is back
+        torch.export.export(model, args, dynamic_shapes=spec)
+    assert not isinstance(info.value, ExportError)
+
+
+def test_blocks_nest_and_each_restores_what_it_replaced():
+    before = _torch_functions()
+    with shapeproof.engine(strategy="cascade"):
+        outer = _torch_functions()
+        with shapeproof.engine(strategy="z3"):
+            assert all(a is not b for a, b in zip(_torch_functions(), outer))
+        assert all(a is b for a, b in zip(_torch_functions(), outer))
+    assert all(a is b for a, b in zip(_torch_functions(), before))
+
+
+def test_a_program_torch_export_rejects_exports_through_the_switch():
+    """shapeproof's own trace calls torch.export.export inside the block: it must reach torch, not recurse."""
+    case = next(c for c in CASES if c.name == "pad_to_multiple")
+    model, args, spec = case.build()
+    with pytest.raises(Exception) as torch_error:     # torch 2.13: "Cannot create Dim with inconsistent..."
+        torch.export.export(model, args, dynamic_shapes=spec)
+    assert not isinstance(torch_error.value, ExportError)
+    with shapeproof.engine():
+        program = torch.export.export(model, args, dynamic_shapes=spec)
+        draft = torch.export.draft_export(model, args, dynamic_shapes=spec)
+    assert isinstance(program, torch.export.ExportedProgram)
+    assert draft._report.successful() and not draft._report.failures
+    inputs = case.make_inputs(case.sweep[-1])
+    with torch.no_grad():
+        for ep in (program, draft):
+            assert torch.allclose(ep.module()(*inputs), model(*inputs), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_torch_onnx_reports_shapeproofs_error_as_the_cause():
+    pytest.importorskip("onnxscript")
+    model, args, spec = _even_batch()
+    with shapeproof.engine(), pytest.raises(Exception) as info:
+        torch.onnx.export(model, args, dynamic_shapes=spec, dynamo=True, verbose=False)
+    assert isinstance(info.value.__cause__, ExportError)       # torch.onnx raises its own, from ours
+    assert "fails at B = 3" in str(info.value)
