@@ -67,7 +67,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
                        preserve_module_call_signature: tuple[str, ...] = (),
                        prefer_deferred_runtime_asserts_over_guards: bool = False, strategy="cascade",
                        timeout: float = DEFAULT_TIMEOUT, split: bool = False, max_regions: int = 8,
-                       time_budget: float | None = None) -> ExportResult:
+                       time_budget: float | None = None, progress: bool = False) -> ExportResult:
     """Like ``export``, returning the ``ExportResult`` (program, engine, guard report, time)."""
     if strict:
         warnings.warn("shapeproof.export traces non-strict (strict=False): the engine decides shapes of the "
@@ -101,7 +101,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
         if first.program is None:
             raise error() from first.failure
         search = _search(model, args, kwargs, spec, first, chosen, timeout, max_regions, split,
-                         one_program_only=not split, options=options, stop_at=stop_at)
+                         one_program_only=not split, options=options, stop_at=stop_at, progress=progress)
         if search.covered and len(search.regions) == 1:
             # one program serves every trace: the violated guards only chose between code paths that
             # compute the same function there (identical graphs, or identical up to exact identities)
@@ -126,7 +126,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
         # (a check over named dims may then become the whole region of the program, hence the longer search)
         search = _search(model, args, kwargs, spec, first, chosen, timeout, max_regions, split,
                          one_program_only=not split and not _named_relations(first.engine, report),
-                         options=options, stop_at=stop_at)
+                         options=options, stop_at=stop_at, progress=progress)
         if search.covered and len(search.regions) == 1:
             return result(_serving(search), search, _warn(notes))
         if search.covered and split:
@@ -143,11 +143,11 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
 
 
 def _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split, one_program_only,
-            options, stop_at):
+            options, stop_at, progress):
     max_traces = TRACES_PER_REGION * max_regions if split else None
     return search_regions(model, args, kwargs, spec, first, strategy=strategy, timeout=timeout,
                           max_regions=max_regions, max_traces=max_traces, one_program_only=one_program_only,
-                          options=options, stop_at=stop_at)
+                          options=options, stop_at=stop_at, progress=progress)
 
 
 def _serving(search: RegionSearch) -> ExportedProgram:
@@ -229,7 +229,8 @@ def _region_notes(search: RegionSearch, split: bool) -> list[str]:
 def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dynamic_shapes=None,
            strict: bool = False, preserve_module_call_signature: tuple[str, ...] = (),
            prefer_deferred_runtime_asserts_over_guards: bool = False, strategy="cascade", split: bool = False,
-           max_regions: int = 8, time_budget: float | None = None) -> ExportedProgram | SplitProgram:
+           max_regions: int = 8, time_budget: float | None = None,
+           progress: bool = False) -> ExportedProgram | SplitProgram:
     """Export ``model`` like ``torch.export.export(..., strict=False)``, proving shape guards with shapeproof.
 
     Takes torch.export.export's arguments (``strict=True`` is traced
@@ -252,13 +253,14 @@ def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, d
     Without ``split``, a failed search then looks for the widest range one
     program serves, verified (``error.narrowing``; ``suggest_dynamic_shapes``
     applies it), within ``time_budget``, else about the time spent so far.
+    ``progress=True`` shows the search's traces on stderr (needs tqdm).
     """
     deferred = prefer_deferred_runtime_asserts_over_guards
     return export_with_report(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict,
                               preserve_module_call_signature=preserve_module_call_signature,
                               prefer_deferred_runtime_asserts_over_guards=deferred,
                               strategy=strategy, split=split, max_regions=max_regions,
-                              time_budget=time_budget).program
+                              time_budget=time_budget, progress=progress).program
 
 
 def suggest_dynamic_shapes(error: ExportError, dynamic_shapes):

@@ -41,6 +41,7 @@ from sympy import Expr, Symbol
 
 from .merge import Merge, could_unify, serves
 from .program_terms import ProgramTerms
+from .progress import TraceProgress, wanted
 from .specs import dim_specs
 
 # A coverage question is asked once per trace (seconds each) and unions of regions are
@@ -294,10 +295,12 @@ def inputs_at(model, args: tuple, kwargs: dict | None, sizes: dict[str, int]) ->
 
 def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, timeout: float,
                    max_regions: int, max_traces: int | None = None, one_program_only: bool = False,
-                   options: dict | None = None, stop_at: float | None = None) -> RegionSearch:
+                   options: dict | None = None, stop_at: float | None = None,
+                   progress: bool = False) -> RegionSearch:
     """Trace at points outside the regions found so far until they cover the declared ranges.
 
     No trace starts after ``stop_at`` (a ``time.perf_counter()`` value): the caller's time budget.
+    ``progress`` shows a bar of traces on stderr (``progress.py``).
 
     ``max_traces`` (default ``max_regions``) bounds the traces that no
     identity merged into an earlier program; ``TRACES_PER_REGION *
@@ -310,6 +313,8 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
     search = RegionSearch([first])
     programs = Programs(search.box, strategy, timeout)
     programs.add(first)
+    bar = TraceProgress(wanted(progress), max_total)
+    bar.traced(first.point, 1, first.seconds)
     while True:
         count = len(programs.groups)
         if count > max_regions:
@@ -357,6 +362,8 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
             search.reason = f"the trace at {_point_str(found.point)} does not hold at its own example"
             break
         programs.add(found)
+        bar.traced(found.point, len(programs.groups), found.seconds)
+    bar.close()
     search.regions = _regions(programs.groups, search.box)
     search.merges = programs.log
     search.programs = programs

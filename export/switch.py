@@ -40,10 +40,10 @@ _exporting = contextvars.ContextVar("shapeproof_exporting", default=False)
 
 @contextlib.contextmanager
 def engine(strategy: str = "cascade", split: bool = False, max_regions: int = 8,
-           time_budget: float | None = None) -> Iterator[None]:
+           time_budget: float | None = None, progress: bool = False) -> Iterator[None]:
     """Within the block, ``torch.export.export``/``draft_export`` export with shapeproof's engine.
 
-    ``strategy``, ``split``, ``max_regions`` and ``time_budget`` are
+    ``strategy``, ``split``, ``max_regions``, ``time_budget`` and ``progress`` are
     ``shapeproof.export``'s, applied to every export the block runs (the
     budget bounds each export's region search, not the block).
     ``strict=True`` is traced non-strict (with a warning), as in
@@ -53,7 +53,8 @@ def engine(strategy: str = "cascade", split: bool = False, max_regions: int = 8,
     a failing guard as torch's does: it raises ``ExportError``; the program it
     returns carries an empty draft-export report (nothing was assumed).
     """
-    options = dict(strategy=strategy, split=split, max_regions=max_regions, time_budget=time_budget)
+    options = dict(strategy=strategy, split=split, max_regions=max_regions, time_budget=time_budget,
+                   progress=progress)
     saved = {name: getattr(torch.export, name) for name in ("export", "draft_export")}
 
     def run(name: str, mod, args, kwargs, **export_kwargs) -> Any:

@@ -136,16 +136,16 @@ def test_without_split_a_genuinely_different_path_fails_fast_with_the_regions():
     assert len(info.value.regions) == 2 and seconds < 60
 
 
+class Above(torch.nn.Module):
+    def forward(self, x):
+        t = x.shape[1]
+        if t > 10:
+            x = x[:, :t].clone()
+        return x * 2
+
+
 def test_the_serving_program_accepts_the_inputs_of_the_regions_it_serves():
     """Its trace guarded ``T > 10``; its input checks and ranges must not keep that guard."""
-
-    class Above(torch.nn.Module):
-        def forward(self, x):
-            t = x.shape[1]
-            if t > 10:
-                x = x[:, :t].clone()
-            return x * 2
-
     spec = ({1: Dim("T", min=2, max=40)},)
     result = shapeproof.export_with_report(Above(), (torch.randn(2, 20),), dynamic_shapes=spec)
     assert len(result.regions.merges) == 1 and len(result.regions.traces) == 2
@@ -203,3 +203,13 @@ def test_the_widest_range_keeps_the_genuine_path_and_drops_the_pad_branches_that
             assert torch.allclose(module(x), model(x), atol=1e-5), w
     with pytest.raises(AssertionError, match=r"size\(\)\[3\] % 4 == 0"):
         module(torch.randn(1, 3, 8, 18))            # outside the narrowed range: rejected, not wrong
+
+
+def test_progress_shows_each_trace_of_the_search_on_stderr(capsys):
+    pytest.importorskip("tqdm")
+    spec = ({1: Dim("T", min=2, max=40)},)
+    shapeproof.export(Above(), (torch.randn(2, 20),), dynamic_shapes=spec, progress=True)
+    err = capsys.readouterr().err
+    assert "shapeproof region search" in err and "2/" in err and "T=20" in err
+    shapeproof.export(Above(), (torch.randn(2, 20),), dynamic_shapes=spec)
+    assert "region search" not in capsys.readouterr().err          # off by default, like torch.export
