@@ -25,6 +25,7 @@ from shapeproof import solver as F      # the solver's facade: conditions, quest
 from shapeproof.shapes import Fix, FixKind, joint_fixes
 from shapeproof.solver import Mod, prove, symbol, truth
 
+from .merge import could_unify
 from .regions import (
     COVERAGE_TIMEOUT,
     TRACES_PER_REGION,
@@ -134,8 +135,16 @@ class _Narrower:
         return self.trace_at(verdict.counterexample) if verdict.refuted else None
 
     def genuine(self) -> list | None:
-        """The violated guards whose other side the first program does not serve (None: budget spent)."""
-        found, restriction = [], F.TRUE
+        """The violated guards whose other side the first program does not serve (None: budget spent).
+
+        A side that no program found so far serves, but that differs from the
+        first program only where identities could unify them (``could_unify``),
+        may still be served by a more general trace: Swin's window pads at two
+        stages each need the other's pad to be served.  One trace where all
+        such sides are taken at once decides them together.
+        """
+        found, maybe, restriction = [], [], F.TRUE
+        sides = {}
         for i, (violation, guard) in enumerate(self.guards):
             others = F.conj(restriction, *(g for j, (_, g) in enumerate(self.guards) if j != i))
             side = self.side_of(guard, others) or self.side_of(guard, restriction)
@@ -143,9 +152,20 @@ class _Narrower:
                 if self.spent():
                     return None
                 continue                  # holds wherever the restriction does
-            if not self.served(side):
+            if self.served(side):
+                continue
+            if could_unify(self.first, side):
+                maybe.append(violation)
+                sides[id(violation)] = side
+            else:
                 found.append(violation)
                 restriction = F.conj(restriction, guard)
+        if maybe:
+            every_side = F.conj(restriction, *(F.neg(g) for v, g in self.guards if id(v) in sides))
+            verdict = prove(F.neg(every_side), ranges=self.box, strategy=self.strategy, timeout=self.timeout)
+            if verdict.refuted:
+                self.trace_at(verdict.counterexample)
+            found += [v for v in maybe if not self.served(sides[id(v)])]
         return found
 
     def verified(self, allowed: F.Formula) -> bool:

@@ -213,3 +213,31 @@ def test_progress_shows_each_trace_of_the_search_on_stderr(capsys):
     assert "shapeproof region search" in err and "2/" in err and "T=20" in err
     shapeproof.export(Above(), (torch.randn(2, 20),), dynamic_shapes=spec)
     assert "region search" not in capsys.readouterr().err          # off by default, like torch.export
+
+
+class ClampedTwoStages(torch.nn.Module):
+    """Two pad stages (Swin's window, merge and window again) behind a genuine path for small inputs."""
+
+    def __init__(self, c=4):
+        super().__init__()
+        self.stages = TwoStages(c)
+
+    def forward(self, x):
+        if x.shape[1] <= 4:
+            return x.repeat(1, 1, 1, 2)[:, ::2, ::2]
+        return self.stages(x)
+
+
+def test_the_widest_range_over_several_pad_stages_keeps_only_the_genuine_path():
+    """Pads at the window, merge and half-size window stages all merge; only ``H <= 4`` is a genuine path."""
+    model = ClampedTwoStages().eval()
+    spec = ({1: Dim("H", min=4, max=40)},)
+    with pytest.raises(shapeproof.ExportError) as info:
+        shapeproof.export(model, (torch.randn(2, 8, 12, 4),), dynamic_shapes=spec, time_budget=900)
+    narrowing = info.value.narrowing
+    assert narrowing is not None
+    assert [(f.dim, f.kind, f.min, f.max) for f in narrowing.fixes] == [("H", "range", 5, 40)]
+    program = shapeproof.export(model, (torch.randn(2, 8, 12, 4),),
+                                dynamic_shapes=shapeproof.suggest_dynamic_shapes(info.value, spec))
+    heights = (5, 40, 6, 7, 8, 9, 10, 11, 12, 21, 26, 39)     # ends, then each pad taken or not
+    _check_against_eager(program, model, [(h, 12) for h in heights])
