@@ -169,6 +169,17 @@ def test_without_split_the_error_offers_the_widest_range_one_program_serves():
     _check_against_eager(program, model, [(5, 5), (24, 24), (5, 24), (24, 5), (8, 8), (7, 9), (13, 22)])
 
 
+def _narrowed(model, example, spec):
+    """The narrowing a failed export offers (a budget of its own: no default time cap), and the program
+    the re-export with it gives."""
+    with pytest.raises(shapeproof.ExportError) as info:
+        shapeproof.export(model, (example,), dynamic_shapes=spec, time_budget=900)
+    assert info.value.narrowing is not None
+    narrowed = shapeproof.suggest_dynamic_shapes(info.value, spec)
+    program = shapeproof.export(model, (example,), dynamic_shapes=narrowed)
+    return info.value.narrowing.fixes, program
+
+
 class PatchPadThenWindows(torch.nn.Module):
     """Swin's patch embedding: pads by ``4 - W % 4`` only when ``W % 4 != 0`` (that pad is 4, not 0, where
     no padding is needed: a genuine second path), then a window block whose own pad branch merges."""
@@ -187,15 +198,8 @@ class PatchPadThenWindows(torch.nn.Module):
 
 def test_the_widest_range_keeps_the_genuine_path_and_drops_the_pad_branches_that_merge():
     model = PatchPadThenWindows().eval()
-    spec = ({3: Dim("W", min=8, max=64)},)
-    with pytest.raises(shapeproof.ExportError) as info:
-        shapeproof.export(model, (torch.randn(1, 3, 8, 16),), dynamic_shapes=spec, time_budget=900)
-    narrowing = info.value.narrowing
-    assert narrowing is not None
-    fixes = [(f.dim, f.kind, f.modulus, f.min, f.max) for f in narrowing.fixes]
-    assert fixes == [("W", "multiple", 4, 2, 16)]
-    program = shapeproof.export(model, (torch.randn(1, 3, 8, 16),),
-                                dynamic_shapes=shapeproof.suggest_dynamic_shapes(info.value, spec))
+    fixes, program = _narrowed(model, torch.randn(1, 3, 8, 16), ({3: Dim("W", min=8, max=64)},))
+    assert [(f.dim, f.kind, f.modulus, f.min, f.max) for f in fixes] == [("W", "multiple", 4, 2, 16)]
     module = program.module()
     for w in (8, 64, 12, 16, 20, 36, 60):          # ends; the window pad taken (W/4 odd) and not
         x = torch.randn(1, 3, 8, w)
@@ -231,13 +235,7 @@ class ClampedTwoStages(torch.nn.Module):
 def test_the_widest_range_over_several_pad_stages_keeps_only_the_genuine_path():
     """Pads at the window, merge and half-size window stages all merge; only ``H <= 4`` is a genuine path."""
     model = ClampedTwoStages().eval()
-    spec = ({1: Dim("H", min=4, max=40)},)
-    with pytest.raises(shapeproof.ExportError) as info:
-        shapeproof.export(model, (torch.randn(2, 8, 12, 4),), dynamic_shapes=spec, time_budget=900)
-    narrowing = info.value.narrowing
-    assert narrowing is not None
-    assert [(f.dim, f.kind, f.min, f.max) for f in narrowing.fixes] == [("H", "range", 5, 40)]
-    program = shapeproof.export(model, (torch.randn(2, 8, 12, 4),),
-                                dynamic_shapes=shapeproof.suggest_dynamic_shapes(info.value, spec))
+    fixes, program = _narrowed(model, torch.randn(2, 8, 12, 4), ({1: Dim("H", min=4, max=40)},))
+    assert [(f.dim, f.kind, f.min, f.max) for f in fixes] == [("H", "range", 5, 40)]
     heights = (5, 40, 6, 7, 8, 9, 10, 11, 12, 21, 26, 39)     # ends, then each pad taken or not
     _check_against_eager(program, model, [(h, 12) for h in heights])
