@@ -25,7 +25,6 @@ from shapeproof import solver as F      # the solver's facade: conditions, quest
 from shapeproof.shapes import Fix, FixKind, joint_fixes
 from shapeproof.solver import Mod, prove, symbol, truth
 
-from .merge import could_unify
 from .regions import (
     COVERAGE_TIMEOUT,
     TRACES_PER_REGION,
@@ -137,11 +136,11 @@ class _Narrower:
     def genuine(self) -> list | None:
         """The violated guards whose other side the first program does not serve (None: budget spent).
 
-        A side that no program found so far serves, but that differs from the
-        first program only where identities could unify them (``could_unify``),
-        may still be served by a more general trace: Swin's window pads at two
-        stages each need the other's pad to be served.  One trace where all
-        such sides are taken at once decides them together.
+        A side whose program serves the first trace (by identities) but not
+        every trace of its group may still be served by a more general trace:
+        Swin's window pads at two stages each need the other's pad to be
+        served.  One trace where all such sides are taken at once decides them
+        together.
         """
         found, maybe, restriction = [], [], F.TRUE
         sides = {}
@@ -154,7 +153,7 @@ class _Narrower:
                 continue                  # holds wherever the restriction does
             if self.served(side):
                 continue
-            if could_unify(self.first, side):
+            if self.programs.serves(side, self.first).ok:
                 maybe.append(violation)
                 sides[id(violation)] = side
             else:
