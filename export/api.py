@@ -25,8 +25,6 @@ __all__ = ["export", "export_with_report", "ExportResult", "suggest_dynamic_shap
 
 # region predicates in an error message are cut to this many characters (all of them are in error.regions)
 REGION_WIDTH = 400
-# the least time a failed export may spend looking for a narrower range that one program serves
-NARROWING_SECONDS = 30.0
 
 
 @dataclass
@@ -110,10 +108,10 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
             return result(split_program(model, first, search), search)
         narrowing = None
         if not split and len(search.traces) > 1:
-            # without a budget of the caller's, narrowing may take as long again as the export so far
-            # (at least NARROWING_SECONDS): a failing export reports within about twice its own time
+            # without a budget of the caller's, narrowing may take as long again as the export so far:
+            # a failing export reports within about twice its own time
             now = time.perf_counter()
-            until = stop_at if stop_at is not None else now + max(now - start, NARROWING_SECONDS)
+            until = stop_at if stop_at is not None else now + (now - start)
             narrowing = widest_single_program(model, args, kwargs, spec, first, search, strategy=strategy,
                                               timeout=timeout, options=options, stop_at=until)
         raise error(_region_notes(search, split), search.regions, narrowing) from first.failure
