@@ -94,13 +94,15 @@ class _Narrower:
         canon = canonical(first.engine)
         self.guards = [(v, F.substitute(v.lifted, canon)) for v in first.report.violations]
 
+    def group(self) -> list[Trace]:
+        """The traces the first trace's program (or one that replaced it) serves."""
+        return next(g for g in self.programs.groups if any(t is self.first for t in g))
+
     def served(self, t: Trace) -> bool:
-        """Whether ``t`` is in the group of the first trace's program."""
-        return any(self.first in g and t in g for g in self.programs.groups)
+        return any(member is t for member in self.group())
 
     def group_region(self) -> F.Formula:
-        group = next(g for g in self.programs.groups if self.first in g)
-        return F.disj(*(t.region for t in group))
+        return F.disj(*(t.region for t in self.group()))
 
     def trace_cost(self) -> float:
         """Seconds a trace takes here (the mean of the search's traces)."""
@@ -209,5 +211,4 @@ def widest_single_program(model, args, kwargs, spec, first: Trace, search: Regio
         return None
     if first.report.combined_fixes is not None and _kept(fixes) <= _kept(first.report.combined_fixes):
         return None                       # no wider than what the first trace's own guards allow
-    group = next(g for g in narrower.programs.groups if first in g)
-    return Narrowing(fixes, group[0].point, narrower.added, time.perf_counter() - start)
+    return Narrowing(fixes, narrower.group()[0].point, narrower.added, time.perf_counter() - start)
