@@ -88,7 +88,7 @@ def is_counterexample(problem: Problem, point: Mapping[Symbol, int]) -> bool:
     """``check_counterexample(...) is None`` without writing out why not (proofs check six points each)."""
     memo: dict = {}
     return (in_range(problem, point) and all(truth(fact, point, memo) is True for fact in problem.facts)
-            and truth(problem.goal, point, memo) is False)
+            and truth(problem.goal, point, memo) is not True)
 
 
 def sample_points(problem: Problem, count: int = 6, seed: int = 0) -> list[dict[Symbol, int]]:
