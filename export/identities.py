@@ -38,7 +38,10 @@ from typing import Callable
 import torch
 from shapeproof import solver as F      # the solver's facade: conditions and terms
 from shapeproof.solver import Mod
+from shapeproof.solver import floats as FL
 from shapeproof.tracer.torch_internals import op_schema
+
+from .program_terms import Unreadable
 
 __all__ = ["Rewrite", "Rule", "RULES", "OpView", "arguments"]
 
@@ -71,7 +74,10 @@ class OpView:
         self.args = arguments(node)
 
     def int(self, value):
-        return self.terms.value(value)
+        term = self.terms.value(value)
+        if FL.is_float(term):
+            raise Unreadable(f"expected an integer, got the float {term}")
+        return term
 
     def shape(self, node) -> tuple:
         return self.terms.shape(node)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import torch
 from shapeproof import solver as F      # the solver's facade: conditions and questions
 from shapeproof.solver import DEFAULT_TIMEOUT, prove, symbol, truth
+from shapeproof.solver import floats as FL
 from shapeproof.tracer.torch_internals import OpOverload, op_schema
 from sympy import Integer
 
@@ -288,6 +289,10 @@ def _equal(a, b) -> F.Formula:
         if not (isinstance(a, F.Formula) and isinstance(b, F.Formula)):
             raise _Mismatch(f"an integer against a condition: {a} vs {b}")
         return F.iff(a, b)
+    if FL.is_float(a) or FL.is_float(b):
+        if not (FL.is_float(a) and FL.is_float(b)):
+            raise _Mismatch(f"an integer against a float: {a} vs {b}")
+        return FL.compare_float("==", a, b)
     return F.eq(a, b)
 
 

@@ -2,11 +2,12 @@
 
 Two traces are compared through this view: every symbolic integer an op
 receives becomes a term computed *exactly* from the graph's own arithmetic
-nodes (``sym_size``, ``+``, ``//``, ``%``, ``sym_max``...), the way the
+nodes (``sym_size``, ``+``, ``//``, ``%``, ``sym_max``, and float
+arithmetic such as ``math.ceil(T / 16)`` on IEEE doubles), the way the
 program computes it at run time, and every tensor's shape and strides are
 torch's symbolic ones (``node.meta["val"]``) converted through the sympy
-bridge.  Anything without an exact reading (float arithmetic, data-dependent
-sizes) raises ``Unreadable``; callers then keep the traces apart.
+bridge.  Anything without an exact reading (data-dependent sizes, ops
+outside the table) raises ``Unreadable``; callers then keep the traces apart.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import operator
 import sympy
 import torch
 from shapeproof import solver as F      # the solver's facade: conditions and the node table
+from shapeproof.solver import floats as FL
 from shapeproof.tracer.sympy_bridge import UnsupportedExpression, to_term
 from sympy import Expr, Integer
 
@@ -30,8 +32,21 @@ def _binary(build):
     return lambda read, node: build(read.value(node.args[0]), read.value(node.args[1]))
 
 
+def _arithmetic(op: str, integer):
+    """``a op b`` as Python computes it: on ints exactly, with a float side on doubles."""
+    def build(a, b):
+        return FL.float_binop(op, a, b) if FL.is_float(a) or FL.is_float(b) else integer(a, b)
+    return _binary(build)
+
+
 def _compare(op):
-    return lambda read, node: F.rel(op, read.value(node.args[0]), read.value(node.args[1]))
+    def build(a, b):
+        return FL.compare_float(op, a, b) if FL.is_float(a) or FL.is_float(b) else F.rel(op, a, b)
+    return _binary(build)
+
+
+def _rounding(kind: F.Rounding):
+    return lambda read, node: FL.round_float(kind, read.value(node.args[0]))
 
 
 def _size(read, node):
@@ -53,12 +68,18 @@ _CHOICE = F.rows_named(F.Kind.CHOICE)
 
 # FX targets of symbolic integer/boolean arithmetic, each with its exact term (Python semantics)
 _SYM_OPS = {
-    operator.add: _binary(operator.add),
-    operator.sub: _binary(operator.sub),
-    operator.mul: _binary(operator.mul),
-    operator.floordiv: _binary(_DIVISION["//"]),
-    operator.mod: _binary(_DIVISION["%"]),
-    operator.neg: lambda read, node: -read.value(node.args[0]),
+    operator.add: _arithmetic("+", operator.add),
+    operator.sub: _arithmetic("-", operator.sub),
+    operator.mul: _arithmetic("*", operator.mul),
+    operator.floordiv: _arithmetic("//", _DIVISION["//"]),
+    operator.mod: _arithmetic("%", _DIVISION["%"]),
+    operator.truediv: _binary(FL.true_div),
+    operator.neg: lambda read, node: _negate(read.value(node.args[0])),
+    torch.sym_float: lambda read, node: FL.to_float(read.value(node.args[0])),
+    math.floor: _rounding(F.Rounding.FLOOR),
+    math.ceil: _rounding(F.Rounding.CEIL),
+    math.trunc: _rounding(F.Rounding.TRUNC),
+    torch.sym_int: _rounding(F.Rounding.TRUNC),
     torch.sym_max: _binary(_CHOICE[torch.sym_max.__name__].cls),
     torch.sym_min: _binary(_CHOICE[torch.sym_min.__name__].cls),
     torch.sym_sum: lambda read, node: sympy.Add(*(read.value(a) for a in node.args[0])),
@@ -71,6 +92,10 @@ _SYM_OPS = {
     torch.ops.aten.sym_stride.int: _stride,
     torch.ops.aten.sym_numel.default: lambda read, node: math.prod(read.shape(node.args[0])),
 }
+
+
+def _negate(value):
+    return FL.FNeg(value) if FL.is_float(value) else -value
 
 
 def is_sym_node(node: torch.fx.Node) -> bool:
@@ -140,8 +165,10 @@ class ProgramTerms:
             return F.TRUE if arg else F.FALSE
         if isinstance(arg, int):
             return Integer(arg)
+        if isinstance(arg, float) and math.isfinite(arg):
+            return FL.float_const(arg)
         if not isinstance(arg, torch.fx.Node):
-            raise Unreadable(f"not an integer: {arg!r}")
+            raise Unreadable(f"not a number: {arg!r}")
         if arg not in self._values:
             build = _SYM_OPS.get(arg.target) if arg.op == "call_function" else None
             if build is None:

@@ -7,6 +7,7 @@ and at shapes between, with the branch taken and not.
 """
 from __future__ import annotations
 
+import math
 import time
 
 import pytest
@@ -239,3 +240,67 @@ def test_the_widest_range_over_several_pad_stages_keeps_only_the_genuine_path():
     assert [(f.dim, f.kind, f.min, f.max) for f in fixes] == [("H", "range", 5, 40)]
     heights = (5, 40, 6, 7, 8, 9, 10, 11, 12, 21, 26, 39)     # ends, then each pad taken or not
     _check_against_eager(program, model, [(h, 12) for h in heights])
+
+
+def _attend_within_chunks(x, b, n, d):
+    """Two-head attention inside each chunk of 8 rows."""
+    heads = x.reshape(b, n, 8, 2, d // 2).transpose(2, 3)
+    mixed = F_nn.scaled_dot_product_attention(heads, heads, heads)
+    return mixed.transpose(2, 3).reshape(b, n * 8, d)
+
+
+class ChunkedByCeil(torch.nn.Module):
+    """Attention inside chunks of ``n = math.ceil(T / 8)`` (a float division in the graph), pad, crop.
+
+    Where ``T`` is a multiple of 8 the pad is 0 and the crop covers the whole
+    dim, so torch traces no pad and no slice there: the program traced at
+    another ``T`` serves those inputs only if ``math.ceil(T / 8)`` is read exactly.
+    """
+
+    def forward(self, x):
+        b, t, d = x.shape
+        n = math.ceil(t / 8)
+        x = F_nn.pad(x, (0, 0, 0, n * 8 - t))
+        return _attend_within_chunks(x, b, n, d)[:, :t]
+
+
+class ChunkedByFloor(torch.nn.Module):
+    """As ``ChunkedByCeil`` but always padding at least one row (``math.floor(T / 8) + 1`` chunks) when
+    ``T % 8``: where ``T % 8 == 0`` the padded program would pad 8 rows, so it must not serve there."""
+
+    def forward(self, x):
+        b, t, d = x.shape
+        if t % 8:
+            n = math.floor(t / 8) + 1
+            x = F_nn.pad(x, (0, 0, 0, n * 8 - t))
+        else:
+            n = t // 8
+        return _attend_within_chunks(x, b, n, d)[:, :t]
+
+
+def _check_lengths(program, model, lengths):
+    module = program.module()
+    for t in lengths:
+        x = torch.randn(3, t, 4)
+        with torch.no_grad():
+            assert torch.allclose(module(x), model(x), atol=1e-5), t
+
+
+LENGTHS = (2, 96, 3, 7, 8, 9, 16, 17, 40, 57, 95)      # the ends, then multiples of 8 and not
+
+
+def test_a_program_with_float_size_arithmetic_serves_the_inputs_it_computes_exactly():
+    model = ChunkedByCeil()
+    result = shapeproof.export_with_report(model, (torch.randn(3, 20, 4),),
+                                           dynamic_shapes=({1: Dim("T", min=2, max=96)},))
+    assert isinstance(result.program, torch.export.ExportedProgram)
+    assert result.regions.covered and len(result.regions.regions) == 1 and result.regions.merges
+    _check_lengths(result.program, model, LENGTHS)
+
+
+def test_float_size_arithmetic_that_differs_on_the_other_region_keeps_the_programs_apart():
+    model = ChunkedByFloor()
+    spec = ({1: Dim("T", min=2, max=96)},)
+    package = shapeproof.export(model, (torch.randn(3, 20, 4),), dynamic_shapes=spec, split=True)
+    assert isinstance(package, SplitProgram) and len(package.programs) == 2
+    _check_lengths(package, model, LENGTHS)
