@@ -35,6 +35,7 @@ from shapeproof.tracer.torch_internals import pytree
 from shapeproof import solver as F      # the solver's facade: conditions, questions, guard code
 from shapeproof.solver import Bounds, divisors, evaluate_term, guard_code, prove, simplify, symbol, truth
 from shapeproof.tracer.engine_env import EngineShapeEnv, engine_tracing
+from shapeproof.tracer.probe import runs_at
 from shapeproof.tracer.size_asserts import label_size_asserts
 from shapeproof.tracer.torch_internals import EXPORTED_PROGRAM_GUARDS_ATTRIBUTE
 from sympy import Expr, Symbol
@@ -315,6 +316,7 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
     programs.add(first)
     bar = TraceProgress(wanted(progress), max_total)
     bar.traced(first.point, 1, first.seconds)
+    failing = _where_the_model_fails(model, args, kwargs, first)
     while True:
         count = len(programs.groups)
         if count > max_regions:
@@ -343,7 +345,9 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
         if stop_at is not None and time.perf_counter() >= stop_at:
             search.reason = f"the time budget ran out after {len(search.traces)} traces"
             break
-        counterexample = _other_side(first, regions, search.box, strategy, timeout) or verdict.counterexample
+        counterexample = (failing or _other_side(first, regions, search.box, strategy, timeout)
+                          or verdict.counterexample)
+        failing = None
         point = {**first.point, **counterexample}
         tied = sorted(set(counterexample) - settable(first.sizes))
         if tied:
@@ -426,6 +430,29 @@ class Programs:
         a, b = self.groups[0][0], self.groups[1][0]
         return (f"the program traced at {_point_str(a.point)} does not serve {_point_str(b.point)} "
                 f"({self.serves(a, b).reason}), nor the other way round ({self.serves(b, a).reason})")
+
+
+def _where_the_model_fails(model, args, kwargs, first: Trace) -> dict | None:
+    """A counterexample of the first trace's guards where the model does not even run (``probe.py``).
+
+    Traced first, it ends the search at once (fail fast) instead of after
+    traces at the other counterexamples, which cannot help: no program serves
+    inputs the model fails on.  Probing stops after a quarter of the first
+    trace's time.
+    """
+    until = time.perf_counter() + first.seconds / 4
+    points = []
+    for violation in first.report.violations:
+        point = violation.counterexample
+        if point and point.keys() <= settable(first.sizes) and point not in points:
+            points.append(point)
+    for point in points:
+        if time.perf_counter() > until:
+            break
+        sizes = input_sizes(first.sizes, {**first.point, **point})
+        if not runs_at(model, *inputs_at(model, args, kwargs, sizes)):
+            return point
+    return None
 
 
 def _other_side(first: Trace, regions: list, box: dict, strategy: str, timeout: float) -> dict | None:

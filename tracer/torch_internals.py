@@ -12,6 +12,9 @@ import torch._export.utils as export_utils  # noqa: F401  (size_asserts wraps it
 from torch._guards import TracingContext, tracing
 from torch._ops import HigherOrderOperator, OpOverload
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException, DynamicOutputShapeException, UnsupportedOperatorException,
+)
 from torch.export._draft_export import DraftExportReport
 from torch.export.dynamic_shapes import _DerivedDim as DerivedDim
 from torch.export.exported_program import _convert_guards_to_code as convert_guards_to_code
@@ -43,6 +46,9 @@ PINNED = {
     "PythonMod": PythonMod, "RShift": RShift, "ToFloat": ToFloat, "TruncToInt": TruncToInt,
     "IntInfinity": IntInfinity, "NegativeIntInfinity": NegativeIntInfinity, "ValueRanges": ValueRanges,
     "DraftExportReport": DraftExportReport,
+    "DataDependentOutputException": DataDependentOutputException,
+    "DynamicOutputShapeException": DynamicOutputShapeException,
+    "UnsupportedOperatorException": UnsupportedOperatorException,
     "RoundToInt": RoundToInt,
 }
 # torch.utils._pytree functions (export's input flattening, the size tracker's leaves)

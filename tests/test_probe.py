@@ -1,0 +1,66 @@
+"""The probe that orders the region search: does the model run at given shapes (fake tensors, no trace)?"""
+from __future__ import annotations
+
+import pytest
+import shapeproof
+import torch
+from shapeproof.export import regions
+from shapeproof.tracer.probe import runs_at
+from torch.export import Dim
+
+__shapeproof_user_code__ = True
+
+
+class Pairs(torch.nn.Module):
+    """Contrastive pairs: ``view(B // 2, 2, -1)`` fails in eager at every odd ``B``."""
+
+    def forward(self, x):
+        return x.view(x.shape[0] // 2, 2, -1).sum(1)
+
+
+class CountsBatches(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+class ReadsValues(torch.nn.Module):
+    def forward(self, x):
+        return x[: int(x.sum().item()) + 1]
+
+
+def test_the_probe_answers_whether_the_model_runs_at_the_shapes():
+    assert runs_at(Pairs(), (torch.zeros(8, 3),))
+    assert not runs_at(Pairs(), (torch.zeros(7, 3),))
+
+
+def test_the_probe_leaves_the_model_state_alone():
+    model = CountsBatches().train()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    assert runs_at(model, (torch.randn(5, 4) + 3,))
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_the_probe_does_not_claim_a_failure_it_cannot_see():
+    """Data-dependent sizes need values, which fake tensors lack: the trace decides, so the answer is True."""
+    assert runs_at(ReadsValues(), (torch.zeros(4),))
+
+
+def test_the_search_traces_first_where_the_model_fails_and_stops_there(monkeypatch):
+    """The first trace (B=8) has four violated guards; only odd B fails in eager.  Without the probe the
+    search traced even counterexamples first (all served by the first program)."""
+    traced = []
+    real_trace = regions.trace
+
+    def counting_trace(model, args, *rest, **kwargs):
+        traced.append(args[0].shape[0])
+        return real_trace(model, args, *rest, **kwargs)
+
+    monkeypatch.setattr(regions, "trace", counting_trace)
+    with pytest.raises(shapeproof.ExportError) as info:
+        shapeproof.export(Pairs(), (torch.randn(8, 32),), dynamic_shapes=({0: Dim("B", min=2, max=64)},))
+    assert traced[0] % 2 == 1          # the search's first trace (the export's own, at B=8, is not counted)
+    assert f"stopped: at B={traced[0]} the model itself cannot be traced" in str(info.value)

@@ -1,0 +1,64 @@
+"""Does the model run at these shapes?  One forward pass on fake tensors, without tracing.
+
+The region search traces at counterexamples of the first trace's guards;
+where the model itself fails (``x.view(B // 2, 2, -1)`` at an odd ``B``), no
+program can serve the declared ranges and the search ends.  A trace costs
+seconds to minutes; this pass costs milliseconds (torch's meta kernels with
+static shapes: no symbols, no guards, no graph), so the search asks it first
+and traces the point it fails at before any other.  Its answer only orders
+the search: the trace there confirms (or not) that the model fails.
+
+Parameters and buffers are fakified too, so nothing of the model's state
+changes (a training-mode BatchNorm would otherwise count a batch).
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+
+import torch
+
+from .torch_internals import (
+    DataDependentOutputException, DynamicOutputShapeException, FakeTensorMode, GuardOnDataDependentSymNode,
+    UnsupportedOperatorException, pytree,
+)
+
+__all__ = ["runs_at"]
+
+# what fake tensors with static shapes cannot run though the model may: ops that need values or lack a
+# meta kernel (the trace then decides)
+_CANNOT_SAY = (DataDependentOutputException, DynamicOutputShapeException, UnsupportedOperatorException,
+               GuardOnDataDependentSymNode, NotImplementedError)
+
+# torch logs every failing meta kernel at error level before raising; a failure is an answer here
+_FAKE_TENSOR_LOG = logging.getLogger("torch._subclasses.fake_tensor")
+
+
+@contextlib.contextmanager
+def _quiet(logger: logging.Logger):
+    drop_all = logging.Filter("\0")        # matches no logger name: every record is dropped
+    logger.addFilter(drop_all)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop_all)
+
+
+def runs_at(model: torch.nn.Module, args: tuple, kwargs: dict | None = None) -> bool:
+    """Whether ``model(*args, **kwargs)`` completes on fake tensors of these shapes.
+
+    True also where this pass cannot say (data-dependent ops need values).
+    """
+    mode = FakeTensorMode()
+    state = {**dict(model.named_parameters(remove_duplicate=False)),
+             **dict(model.named_buffers(remove_duplicate=False))}
+    try:
+        with _quiet(_FAKE_TENSOR_LOG), mode, torch.no_grad():
+            fake_state, fake_args, fake_kwargs = pytree.tree_map_only(
+                torch.Tensor, mode.from_tensor, (state, args, kwargs or {}))
+            torch.func.functional_call(model, fake_state, fake_args, fake_kwargs, strict=False)
+    except _CANNOT_SAY:
+        return True
+    except Exception:  # noqa: BLE001  (a shape rule, or the model's own check, failed: the answer)
+        return False
+    return True
