@@ -35,7 +35,7 @@ from shapeproof.tracer.torch_internals import pytree
 from shapeproof import solver as F      # the solver's facade: conditions, questions, guard code
 from shapeproof.solver import Bounds, divisors, evaluate_term, guard_code, prove, simplify, symbol, truth
 from shapeproof.tracer.engine_env import EngineShapeEnv, engine_tracing
-from shapeproof.tracer.probe import runs_at
+from shapeproof.tracer.probe import failure_at
 from shapeproof.tracer.size_asserts import label_size_asserts
 from shapeproof.tracer.torch_internals import EXPORTED_PROGRAM_GUARDS_ATTRIBUTE
 from sympy import Expr, Symbol
@@ -318,6 +318,12 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
     bar.traced(first.point, 1, first.seconds)
     failing = _where_the_model_fails(model, args, kwargs, first)
     while True:
+        if failing is not None:
+            point, failure = failing
+            where = _point_str({**first.point, **point})
+            search.reason = (f"at {where} the model itself fails (run at those shapes on fake tensors): "
+                             f"{_first_line(failure)}")
+            break
         count = len(programs.groups)
         if count > max_regions:
             search.reason = f"more than max_regions={max_regions} distinct programs"
@@ -345,9 +351,7 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
         if stop_at is not None and time.perf_counter() >= stop_at:
             search.reason = f"the time budget ran out after {len(search.traces)} traces"
             break
-        counterexample = (failing or _other_side(first, regions, search.box, strategy, timeout)
-                          or verdict.counterexample)
-        failing = None
+        counterexample = _other_side(first, regions, search.box, strategy, timeout) or verdict.counterexample
         point = {**first.point, **counterexample}
         tied = sorted(set(counterexample) - settable(first.sizes))
         if tied:
@@ -359,7 +363,7 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
         search.traces.append(found)
         if found.program is None:
             search.reason = (f"at {_point_str(found.point)} the model itself cannot be traced: "
-                             f"{type(found.failure).__name__}: {str(found.failure).splitlines()[0][:300]}")
+                             f"{_first_line(found.failure)}")
             break
         if found.region is None or truth(found.region,
                                          {symbol(k): v for k, v in found.point.items()}) is not True:
@@ -432,13 +436,17 @@ class Programs:
                 f"({self.serves(a, b).reason}), nor the other way round ({self.serves(b, a).reason})")
 
 
-def _where_the_model_fails(model, args, kwargs, first: Trace) -> dict | None:
-    """A counterexample of the first trace's guards where the model does not even run (``probe.py``).
+def _first_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:300]}"
 
-    Traced first, it ends the search at once (fail fast) instead of after
-    traces at the other counterexamples, which cannot help: no program serves
-    inputs the model fails on.  Probing stops after a quarter of the first
-    trace's time.
+
+def _where_the_model_fails(model, args, kwargs, first: Trace) -> tuple[dict, Exception] | None:
+    """A counterexample of the first trace's guards where the model does not even run, with its exception
+    (``probe.py``).
+
+    It ends the search at once (fail fast): no program serves inputs the
+    model fails on, and traces at the other counterexamples cannot change
+    that.  Probing stops after a quarter of the first trace's time.
     """
     until = time.perf_counter() + first.seconds / 4
     points = []
@@ -450,8 +458,9 @@ def _where_the_model_fails(model, args, kwargs, first: Trace) -> dict | None:
         if time.perf_counter() > until:
             break
         sizes = input_sizes(first.sizes, {**first.point, **point})
-        if not runs_at(model, *inputs_at(model, args, kwargs, sizes)):
-            return point
+        failure = failure_at(model, *inputs_at(model, args, kwargs, sizes))
+        if failure is not None:
+            return point, failure
     return None
 
 

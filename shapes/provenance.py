@@ -7,6 +7,7 @@ name of the operation being traced when the question was asked.
 """
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 import sys
@@ -68,6 +69,7 @@ class Provenance:
         }
 
 
+@functools.lru_cache(maxsize=4096)    # asked for every frame of every question: ~85 frames deep in a trace
 def _is_user_file(filename: str) -> bool:
     path = os.path.normcase(os.path.abspath(filename))
     if filename.startswith("<") and not filename.startswith("<doctest"):

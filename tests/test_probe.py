@@ -1,11 +1,13 @@
 """The probe that orders the region search: does the model run at given shapes (fake tensors, no trace)?"""
 from __future__ import annotations
 
+import re
+
 import pytest
 import shapeproof
 import torch
 from shapeproof.export import regions
-from shapeproof.tracer.probe import runs_at
+from shapeproof.tracer.probe import failure_at
 from torch.export import Dim
 
 __shapeproof_user_code__ = True
@@ -33,25 +35,39 @@ class ReadsValues(torch.nn.Module):
 
 
 def test_the_probe_answers_whether_the_model_runs_at_the_shapes():
-    assert runs_at(Pairs(), (torch.zeros(8, 3),))
-    assert not runs_at(Pairs(), (torch.zeros(7, 3),))
+    assert failure_at(Pairs(), (torch.zeros(8, 3),)) is None
+    failure = failure_at(Pairs(), (torch.zeros(7, 3),))
+    assert isinstance(failure, RuntimeError) and "invalid for input of size 21" in str(failure)
 
 
 def test_the_probe_leaves_the_model_state_alone():
     model = CountsBatches().train()
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    assert runs_at(model, (torch.randn(5, 4) + 3,))
+    assert failure_at(model, (torch.randn(5, 4) + 3,)) is None
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
 
 
 def test_the_probe_does_not_claim_a_failure_it_cannot_see():
-    """Data-dependent sizes need values, which fake tensors lack: the trace decides, so the answer is True."""
-    assert runs_at(ReadsValues(), (torch.zeros(4),))
+    """Data-dependent sizes need values, which fake tensors lack: the trace decides, so no failure."""
+    assert failure_at(ReadsValues(), (torch.zeros(4),)) is None
 
 
-def test_the_search_traces_first_where_the_model_fails_and_stops_there(monkeypatch):
+class ExportPath(torch.nn.Module):
+    """Takes another path under export: the probe must run the path a trace runs."""
+
+    def forward(self, x):
+        if torch.compiler.is_exporting():
+            return x * 2
+        return x.view(x.shape[0] // 2, 2, -1)
+
+
+def test_the_probe_runs_the_path_a_trace_runs():
+    assert failure_at(ExportPath(), (torch.zeros(7, 3),)) is None
+
+
+def test_the_search_stops_without_another_trace_where_the_model_fails(monkeypatch):
     """The first trace (B=8) has four violated guards; only odd B fails in eager.  Without the probe the
-    search traced even counterexamples first (all served by the first program)."""
+    search traced even counterexamples first (all served by the first program), then the odd one."""
     traced = []
     real_trace = regions.trace
 
@@ -62,5 +78,9 @@ def test_the_search_traces_first_where_the_model_fails_and_stops_there(monkeypat
     monkeypatch.setattr(regions, "trace", counting_trace)
     with pytest.raises(shapeproof.ExportError) as info:
         shapeproof.export(Pairs(), (torch.randn(8, 32),), dynamic_shapes=({0: Dim("B", min=2, max=64)},))
-    assert traced[0] % 2 == 1          # the search's first trace (the export's own, at B=8, is not counted)
-    assert f"stopped: at B={traced[0]} the model itself cannot be traced" in str(info.value)
+    message = str(info.value)
+    found = re.search(r"at B=(\d+) the model itself fails \(run at those shapes on fake tensors\)", message)
+    odd = int(found.group(1))
+    assert odd % 2 == 1
+    assert "is invalid for input of size" in message
+    assert odd not in traced           # the search's traces (the export's own, at B=8, is not counted)

@@ -4,9 +4,9 @@ The region search traces at counterexamples of the first trace's guards;
 where the model itself fails (``x.view(B // 2, 2, -1)`` at an odd ``B``), no
 program can serve the declared ranges and the search ends.  A trace costs
 seconds to minutes; this pass costs milliseconds (torch's meta kernels with
-static shapes: no symbols, no guards, no graph), so the search asks it first
-and traces the point it fails at before any other.  Its answer only orders
-the search: the trace there confirms (or not) that the model fails.
+static shapes: no symbols, no guards, no graph), and a trace at that point
+would fail in the same shape rule (a trace runs the same kernels on the same
+sizes, as hints), so the search asks it first.
 
 Parameters and buffers are fakified too, so nothing of the model's state
 changes (a training-mode BatchNorm would otherwise count a batch).
@@ -20,10 +20,10 @@ import torch
 
 from .torch_internals import (
     DataDependentOutputException, DynamicOutputShapeException, FakeTensorMode, GuardOnDataDependentSymNode,
-    UnsupportedOperatorException, pytree,
+    UnsupportedOperatorException, compiling_state_context, pytree,
 )
 
-__all__ = ["runs_at"]
+__all__ = ["failure_at"]
 
 # what fake tensors with static shapes cannot run though the model may: ops that need values or lack a
 # meta kernel (the trace then decides)
@@ -44,21 +44,23 @@ def _quiet(logger: logging.Logger):
         logger.removeFilter(drop_all)
 
 
-def runs_at(model: torch.nn.Module, args: tuple, kwargs: dict | None = None) -> bool:
-    """Whether ``model(*args, **kwargs)`` completes on fake tensors of these shapes.
+def failure_at(model: torch.nn.Module, args: tuple, kwargs: dict | None = None) -> Exception | None:
+    """The exception ``model(*args, **kwargs)`` raises on fake tensors of these shapes, else None.
 
-    True also where this pass cannot say (data-dependent ops need values).
+    None also where this pass cannot say (data-dependent ops need values).
+    The model runs with torch's exporting flags set, so code that asks
+    ``torch.compiler.is_exporting()`` takes the path it takes in a trace.
     """
     mode = FakeTensorMode()
     state = {**dict(model.named_parameters(remove_duplicate=False)),
              **dict(model.named_buffers(remove_duplicate=False))}
     try:
-        with _quiet(_FAKE_TENSOR_LOG), mode, torch.no_grad():
+        with _quiet(_FAKE_TENSOR_LOG), compiling_state_context(), mode, torch.no_grad():
             fake_state, fake_args, fake_kwargs = pytree.tree_map_only(
                 torch.Tensor, mode.from_tensor, (state, args, kwargs or {}))
             torch.func.functional_call(model, fake_state, fake_args, fake_kwargs, strict=False)
     except _CANNOT_SAY:
-        return True
-    except Exception:  # noqa: BLE001  (a shape rule, or the model's own check, failed: the answer)
-        return False
-    return True
+        return None
+    except Exception as exc:  # noqa: BLE001  (a shape rule, or the model's own check, failed: the answer)
+        return exc
+    return None

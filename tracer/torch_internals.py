@@ -9,6 +9,7 @@ from __future__ import annotations
 from torch._dynamo.exc import UserError, UserErrorType
 from torch._C import DispatchKey
 import torch._export.utils as export_utils  # noqa: F401  (size_asserts wraps its assert lowering)
+from torch._export.utils import _compiling_state_context as compiling_state_context
 from torch._guards import TracingContext, tracing
 from torch._ops import HigherOrderOperator, OpOverload
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
@@ -49,6 +50,7 @@ PINNED = {
     "DataDependentOutputException": DataDependentOutputException,
     "DynamicOutputShapeException": DynamicOutputShapeException,
     "UnsupportedOperatorException": UnsupportedOperatorException,
+    "compiling_state_context": compiling_state_context,
     "RoundToInt": RoundToInt,
 }
 # torch.utils._pytree functions (export's input flattening, the size tracker's leaves)
