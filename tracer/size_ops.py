@@ -199,6 +199,8 @@ def _where(tr: SizeTracker, kind, cond, a, b):
 
 
 def _clamp(tr: SizeTracker, kind, a, lo=None, hi=None):
+    if kind[0] not in ("int", "float"):     # fake tensors clamp booleans (CPU kernels do not)
+        raise NotTracked(f"clamp on {kind[0]} values")
     value = tr.as_kind(a, kind)
     for bound, op in ((lo, "max"), (hi, "min")):
         if bound is not None:
