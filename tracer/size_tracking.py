@@ -259,10 +259,16 @@ class SizeTracker:
         """An element value converted to the computation kind of an op (``_kind`` of its result)."""
         if kind[0] == "float":
             return self.as_float(v, kind[1])
-        if isinstance(v, (PyFloat, SymFloat)):
-            raise NotTracked(f"a float used as {kind[0]}")
         if kind[0] == "bool":
+            if isinstance(v, (PyFloat, SymFloat)):
+                raise NotTracked("a float used as bool")
             return self.algebra.to_bool(v)
+        return self.as_int(v)
+
+    def as_int(self, v) -> IntValue:
+        """An element value converted for integer arithmetic (``as_kind`` of an integer kind)."""
+        if isinstance(v, (PyFloat, SymFloat)):
+            raise NotTracked("a float used as int")
         if isinstance(v, BoolValue):     # True/False as 1/0, when the ranges decide which
             decided = self.decide(v.expr)
             if decided is None:
