@@ -19,7 +19,7 @@ import sympy
 import torch
 
 from .size_values import FLOAT32, FLOAT64, BoolValue, FloatValue, IntValue, NotTracked, Value, float_constant
-from .torch_internals import op_schema
+from .torch_internals import LOCAL_SCALAR_DENSE, TO_COPY, UNSAFE_VIEW, OpOverload, op_schema
 
 if TYPE_CHECKING:
     from .size_tracking import SizeTracker
@@ -324,8 +324,12 @@ def _fill(value_of: Callable):
 
 
 def _items(ops: dict) -> dict:
+    """Handlers by operator; a key is an operator (a private one, from the door) or names of ``aten``'s."""
     table = {}
     for names, handler in ops.items():
+        if isinstance(names, OpOverload):
+            table[names] = handler
+            continue
         for name in names.split():
             packet, _, overload = name.partition(".")
             table[getattr(getattr(aten, packet), overload or "default")] = handler
@@ -363,9 +367,10 @@ HANDLERS = _items({
     "clamp clamp.Tensor": _clamp_handler(("self", "min", "max")),
     "clamp_min clamp_min.Tensor": _clamp_handler(("self", "min")),
     "clamp_max clamp_max.Tensor": _clamp_handler(("self", "max")),
-    "_to_copy": _convert,
-    "clone alias detach lift_fresh lift_fresh_copy view _unsafe_view reshape squeeze squeeze.dim "
-    "squeeze.dims unsqueeze expand": _same_values,
+    TO_COPY: _convert,
+    "clone alias detach lift_fresh lift_fresh_copy view": _same_values,
+    UNSAFE_VIEW: _same_values,
+    "reshape squeeze squeeze.dim squeeze.dims unsqueeze expand": _same_values,
     "select.int": _select,
     "unbind.int": _unbind,
     "stack": _stack,
@@ -375,7 +380,7 @@ HANDLERS = _items({
     "zeros": _fill(lambda named: 0),
     "ones": _fill(lambda named: 1),
 })
-ITEM_OPS = (aten._local_scalar_dense.default, aten.item.default)
+ITEM_OPS = (LOCAL_SCALAR_DENSE, aten.item.default)
 _WRITES: dict = {}
 
 

@@ -44,7 +44,9 @@ from .size_ops import (
 )
 from .size_values import FLOAT64, Algebra, BoolValue, FloatValue, IntValue, NotTracked, Value
 from .sympy_bridge import UnsupportedExpression, to_term
-from .torch_internals import FakeTensor, FloatTrueDiv, IntTrueDiv, ToFloat, ValueRanges, op_schema, pytree
+from .torch_internals import (
+    LOCAL_SCALAR_DENSE, FakeTensor, FloatTrueDiv, IntTrueDiv, ToFloat, ValueRanges, op_schema, pytree,
+)
 
 __all__ = ["SizeTracker", "Binding", "small_buffers"]
 
@@ -215,7 +217,7 @@ class SizeTracker:
             expr = sympy.Integer(1 if self.env.evaluate_expr(value.expr) else 0)
         else:
             return
-        binding = Binding(sym, expr, capture(op="aten._local_scalar_dense.default"))
+        binding = Binding(sym, expr, capture(op=str(LOCAL_SCALAR_DENSE)))
         self.bindings[sym] = binding
         if expr.is_number:
             # replaced by a constant now, the result would turn into a plain int on its way back through C++
