@@ -152,6 +152,7 @@ def _serving(search: RegionSearch) -> ExportedProgram:
     """The program of the only region, checking its inputs against nothing but what torch keeps."""
     program = search.regions[0].traces[0]
     set_input_checks(program)
+    assert program.program is not None, "a region's traces gave programs"
     return program.program
 
 

@@ -62,8 +62,10 @@ def main(argv=None) -> int:
         print(f"torch.export.export(strict=False): {_try_torch(model, inputs, spec)}\n")
 
     result = export_with_report(model, inputs, dynamic_shapes=spec)
+    program = result.program
+    assert isinstance(program, torch.export.ExportedProgram), "exported without split: one program"
     print(f"shapeproof.export: exported in {result.seconds:.1f} s\n")
-    print(program_summary(result.program))
+    print(program_summary(program))
 
     discharged = result.discharged
     by = Counter(q.strategy for q in discharged)
@@ -73,13 +75,14 @@ def main(argv=None) -> int:
     kept = result.report.kept_guards
     print(f"\nGuards left for the program to check at run time: {len(kept)}")
     for guard in kept:
+        assert guard.verdict is not None, "produce_guards judged every guard"
         print(f"  {result.engine.render(guard.condition)}  ({guard.verdict.status.value})")
 
     print("\nDifferential check against eager PyTorch at the corners of the declared ranges:")
-    lines = _differential(result.program, model, [(1, 16), (8, 16), (1, 3000), (8, 3000), (3, 17), (2, 1001)])
+    lines = _differential(program, model, [(1, 16), (8, 16), (1, 3000), (8, 3000), (3, 17), (2, 1001)])
     print("\n".join(lines))
 
-    torch.export.save(result.program, args.out)
+    torch.export.save(program, args.out)
     reloaded = torch.export.load(args.out)
     x = torch.randn(2, 555, 80)
     same = torch.allclose(reloaded.module()(x), model(x), rtol=1e-4, atol=1e-5)

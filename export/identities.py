@@ -39,7 +39,7 @@ import torch
 from shapeproof import solver as F      # the solver's facade: conditions and terms
 from shapeproof.solver import Mod
 from shapeproof.solver import floats as FL
-from shapeproof.tracer.torch_internals import op_schema
+from shapeproof.tracer.torch_internals import UNSAFE_VIEW, UPSAMPLE_NEAREST_EXACT, op_schema
 
 from .program_terms import Unreadable
 
@@ -216,13 +216,13 @@ RULES: dict = {
     aten.slice.Tensor: Rule("slice", False, _slice),
     aten.narrow.default: Rule("slice", False, _narrow),
     aten.view.default: Rule("view", False, _same_shape("size", "infer")),
-    aten._unsafe_view.default: Rule("view", False, _same_shape("size", "infer")),
+    UNSAFE_VIEW: Rule("view", False, _same_shape("size", "infer")),
     aten.reshape.default: Rule("view", False, _same_shape("shape", "infer")),
     aten.expand.default: Rule("view", False, _same_shape("size", "keep")),
     aten.cat.default: Rule("cat", True, _cat),
     aten.roll.default: Rule("roll", True, _roll),
     **{getattr(aten, f"upsample_nearest{n}d").vec: _NEAREST for n in (1, 2, 3)},
-    **{getattr(aten, f"_upsample_nearest_exact{n}d").vec: _NEAREST for n in (1, 2, 3)},
+    **{op: _NEAREST for op in UPSAMPLE_NEAREST_EXACT},
     aten.contiguous.default: Rule("copy", True, _always),
     aten.clone.default: Rule("copy", True, _always),
 }

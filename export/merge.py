@@ -144,7 +144,8 @@ class _Normalizer:
             if rule.copies:
                 self.out.copies[self.refs[node]] = node
             return
-        syms, uses = [], set()
+        syms: list = []
+        uses: set = set()
         args = _arguments(node, rewrite.inputs if rewrite is not None else None)
         key = (str(node.target), self.encode(args, syms, uses), _dtypes(node))
         side_effect = not isinstance(node.meta.get("val"), (torch.Tensor, list, tuple)) or (
@@ -327,7 +328,7 @@ def _compare(ta: ProgramTerms, na: _Normal, tb: ProgramTerms, nb: _Normal) -> li
                    + t.program.graph_signature.output_specs] for t in (ta, tb)]
     if signatures[0] != signatures[1]:
         raise _Mismatch("different inputs or outputs")
-    obligations = []
+    obligations: list[F.Formula] = []
     for i, (ka, kb) in enumerate(zip(na.keys, nb.keys)):
         if not _match(ka, kb, tb, nb, obligations):
             raise _Mismatch(f"op {i}: {na.nodes[i].target} ({_where(na.nodes[i])}) where the other program "

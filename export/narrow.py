@@ -35,6 +35,7 @@ from .regions import (
     inputs_at,
     settable,
     trace,
+    union_of,
 )
 
 __all__ = ["Narrowing", "widest_single_program"]
@@ -66,6 +67,7 @@ def fix_predicate(fixes: list[Fix]) -> F.Formula | None:
             parts += [F.ge(s, fix.min)] if fix.min is not None else []
             parts += [F.le(s, fix.max)] if fix.max is not None else []
         elif fix.kind is FixKind.MULTIPLE:
+            assert fix.modulus is not None, "a multiple fix has a modulus"
             parts.append(F.eq(Mod(s, fix.modulus), fix.remainder))
             parts += [F.ge(s, fix.modulus * fix.min + fix.remainder)] if fix.min is not None else []
             parts += [F.le(s, fix.modulus * fix.max + fix.remainder)] if fix.max is not None else []
@@ -85,6 +87,7 @@ class _Narrower:
     def __init__(self, model, args, kwargs, spec, first: Trace, search: RegionSearch, *, strategy, timeout,
                  options, stop_at):
         self.model, self.args, self.kwargs, self.spec = model, args, kwargs, spec
+        assert search.programs is not None, "search_regions groups the traces it made"
         self.first, self.programs = first, search.programs
         self.traces = list(search.traces)
         self.strategy, self.timeout, self.options, self.stop_at = strategy, timeout, options, stop_at
@@ -102,7 +105,7 @@ class _Narrower:
         return any(member is t for member in self.group())
 
     def group_region(self) -> F.Formula:
-        return F.disj(*(t.region for t in self.group()))
+        return union_of(self.group())
 
     def trace_cost(self) -> float:
         """Seconds a trace takes here (the mean of the search's traces)."""
@@ -133,7 +136,10 @@ class _Narrower:
                 return t
         verdict = prove(F.disj(guard, F.neg(others)), ranges=self.box, strategy=self.strategy,
                         timeout=self.timeout)
-        return self.trace_at(verdict.counterexample) if verdict.refuted else None
+        if not verdict.refuted:
+            return None
+        assert verdict.counterexample is not None, "a refuted verdict has a counterexample"
+        return self.trace_at(verdict.counterexample)
 
     def genuine(self) -> list | None:
         """The violated guards whose other side the first program does not serve (None: budget spent).
@@ -144,7 +150,9 @@ class _Narrower:
         served.  One trace where all such sides are taken at once decides them
         together.
         """
-        found, maybe, restriction = [], [], F.TRUE
+        found: list = []
+        maybe: list = []
+        restriction: F.Formula = F.TRUE
         sides = {}
         for i, (violation, guard) in enumerate(self.guards):
             others = F.conj(restriction, *(g for j, (_, g) in enumerate(self.guards) if j != i))
@@ -165,6 +173,7 @@ class _Narrower:
             every_side = F.conj(restriction, *(F.neg(g) for v, g in self.guards if id(v) in sides))
             verdict = prove(F.neg(every_side), ranges=self.box, strategy=self.strategy, timeout=self.timeout)
             if verdict.refuted:
+                assert verdict.counterexample is not None, "a refuted verdict has a counterexample"
                 self.trace_at(verdict.counterexample)
             found += [v for v in maybe if not self.served(sides[id(v)])]
         return found
@@ -178,6 +187,7 @@ class _Narrower:
                 return True
             if not verdict.refuted:
                 return False
+            assert verdict.counterexample is not None, "a refuted verdict has a counterexample"
             found = self.trace_at(verdict.counterexample)
             if found is None or not self.served(found):
                 return False
@@ -206,7 +216,9 @@ def widest_single_program(model, args, kwargs, spec, first: Trace, search: Regio
     if not needed:
         return None
     fixes = joint_fixes(first.engine, needed, timeout)
-    allowed = fix_predicate(fixes) if fixes else None
+    if not fixes:
+        return None
+    allowed = fix_predicate(fixes)
     if allowed is None or not narrower.verified(allowed):
         return None
     if first.report.combined_fixes is not None and _kept(fixes) <= _kept(first.report.combined_fixes):

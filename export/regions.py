@@ -77,6 +77,7 @@ class Trace:
     @cached_property
     def terms(self) -> ProgramTerms:
         """The program's integer values and shapes as terms over the canonical variables (for merging)."""
+        assert self.program is not None, "only a trace that gave a program is merged"
         return ProgramTerms(self.program, self.symbols, set(self.ranges))
 
     @property
@@ -250,7 +251,11 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
     region = None if parts is None else F.conj(*(g for g, _ in parts))
     ranges = {canon[s]: info.range for s, info in engine.symbols.items() if s in canon}
     declared = {canon[s]: info.declared for s, info in engine.symbols.items() if s in canon}
-    point = {canon[s].name: info.hint for s, info in engine.symbols.items() if s in canon}
+    point: dict[str, int] = {}
+    for s, info in engine.symbols.items():
+        if s in canon:
+            assert info.hint is not None, "canonical variables are backed: they have an example value"
+            point[canon[s].name] = info.hint
     symbols = symbol_terms(torch_env, canon)
     sizes = _sizes(torch_env, symbols)
     if program is not None:
@@ -331,8 +336,8 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
         if one_program_only and count > 1 and not programs.may_unify():
             search.reason = f"a second, different program was needed: {programs.apart()}"
             break
-        regions = [t.region for t in search.traces]
-        if any(r is None for r in regions):
+        regions = [t.region for t in search.traces if t.region is not None]
+        if len(regions) < len(search.traces):
             search.reason = "a guard depends on something other than input sizes"
             break
         verdict = prove(F.disj(*regions), ranges=search.box, strategy=strategy,
@@ -352,6 +357,7 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
             search.reason = f"the time budget ran out after {len(search.traces)} traces"
             break
         counterexample = _other_side(first, regions, search.box, strategy, timeout) or verdict.counterexample
+        assert counterexample is not None, "a refuted verdict has a counterexample"
         point = {**first.point, **counterexample}
         tied = sorted(set(counterexample) - settable(first.sizes))
         if tied:
@@ -362,6 +368,7 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
         found = trace(model, new_args, new_kwargs, spec, strategy, timeout, options)
         search.traces.append(found)
         if found.program is None:
+            assert found.failure is not None          # a trace without a program says why
             search.reason = (f"at {_point_str(found.point)} the model itself cannot be traced: "
                              f"{_first_line(found.failure)}")
             break
@@ -495,11 +502,21 @@ def _point_str(point: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in point.items())
 
 
+def union_of(members: list[Trace]) -> F.Formula:
+    """The union of the regions of a group of traces (``Programs.add`` groups only traces that have one)."""
+    parts = []
+    for t in members:
+        assert t.region is not None, "a grouped trace has a region"
+        parts.append(t.region)
+    return F.disj(*parts)
+
+
 def _regions(groups: list[list[Trace]], box: dict) -> list[Region]:
     """One region per program, in discovery order, each made disjoint from those before it."""
-    regions, before = [], F.FALSE
+    regions: list[Region] = []
+    before: F.Formula = F.FALSE
     for members in groups:
-        union = F.disj(*(t.region for t in members))
+        union = union_of(members)
         regions.append(Region(members, tidy(F.conj(union, F.neg(before)), box)))
         before = F.disj(before, union)
     return regions
@@ -534,6 +551,7 @@ def set_input_checks(t: Trace, region_check: str | None = None) -> None:
     torch's own checks that the engine did not judge (declared equalities
     between inputs, guards it could not read) stay.
     """
+    assert t.program is not None, "only a trace that gave a program checks inputs"
     checks = t.torch_env.input_checks(t.program.graph_module, drop_mirrored=True)
     _set_checks(t.program, checks + derived_dim_checks(t.sizes) + ([region_check] if region_check else []))
 

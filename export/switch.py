@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
-from shapeproof.tracer.torch_internals import DraftExportReport
+from shapeproof.tracer.torch_internals import DRAFT_EXPORT_REPORT_ATTRIBUTE, DraftExportReport
 
 from .api import export as shapeproof_export
 
@@ -53,8 +53,8 @@ def engine(strategy: str = "cascade", split: bool = False, max_regions: int = 8,
     a failing guard as torch's does: it raises ``ExportError``; the program it
     returns carries an empty draft-export report (nothing was assumed).
     """
-    options = dict(strategy=strategy, split=split, max_regions=max_regions, time_budget=time_budget,
-                   progress=progress)
+    options: dict[str, Any] = dict(strategy=strategy, split=split, max_regions=max_regions,
+                                   time_budget=time_budget, progress=progress)
     saved = {name: getattr(torch.export, name) for name in ("export", "draft_export")}
 
     def run(name: str, mod, args, kwargs, **export_kwargs) -> Any:
@@ -81,8 +81,8 @@ def engine(strategy: str = "cascade", split: bool = False, max_regions: int = 8,
                       prefer_deferred_runtime_asserts_over_guards=prefer_deferred_runtime_asserts_over_guards)
         if not _exporting.get() and isinstance(program, torch.export.ExportedProgram):
             # callers of draft_export read its report (torch.onnx: ep._report.successful())
-            program._report = DraftExportReport(failures=[], str_to_filename={}, expressions_created={},
-                                                op_profiles={})
+            setattr(program, DRAFT_EXPORT_REPORT_ATTRIBUTE, DraftExportReport(
+                failures=[], str_to_filename={}, expressions_created={}, op_profiles={}))
         return program
 
     torch.export.export, torch.export.draft_export = export, draft_export

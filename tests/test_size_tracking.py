@@ -230,6 +230,21 @@ def test_a_tensor_written_in_place_is_followed_only_until_then():
             assert [t.shape for t in program.module()(x)] == [t.shape for t in WrittenInPlace()(x)], n
 
 
+class ClampedFlag(nn.Module):
+    """clamp of a followed boolean tensor: the fake kernel accepts it, so torch.export traces it."""
+
+    def forward(self, x):
+        flag = torch.ones(1, dtype=torch.bool)
+        return x * 2, torch.clamp(flag, min=False)
+
+
+def test_a_clamp_of_booleans_is_not_followed_and_does_not_fail_the_export():
+    spec = ({0: Dim("N", min=2, max=64)},)
+    torch.export.export(ClampedFlag(), (torch.randn(4, 3),), dynamic_shapes=spec, strict=False)
+    program = shapeproof.export(ClampedFlag(), (torch.randn(4, 3),), dynamic_shapes=spec)
+    assert any(n.target is torch.ops.aten.clamp.default for n in program.graph.nodes)
+
+
 class DataBranch(nn.Module):
     def forward(self, x, mask):
         if mask.any():

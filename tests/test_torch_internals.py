@@ -1,5 +1,7 @@
 """Every private torch name shapeproof touches, pinned: a torch release that moves one fails here, loudly."""
+import ast
 import inspect
+from pathlib import Path
 
 import pytest
 import torch
@@ -171,3 +173,57 @@ def test_operator_overloads_keep_their_schema():
     assert [a.name for a in schema.arguments][:2] == ["self", "other"] and schema.is_mutable
     assert schema.arguments[0].alias_info.is_write
     assert not door.op_schema(torch.ops.aten.view.default).is_mutable
+
+
+@pytest.mark.parametrize("name", sorted(n for n in door.PINNED if n.startswith("aten.")))
+def test_private_aten_operators_keep_their_names(name):
+    op = door.PINNED[name]
+    assert isinstance(op, door.OpOverload) and str(op) == name
+
+
+def test_draft_export_leaves_its_report_on_the_program():
+    """shapeproof.engine()'s draft_export sets the report where torch's does (torch.onnx reads it there)."""
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    ep = torch.export.draft_export(M(), (torch.ones(3, 4),))
+    assert isinstance(getattr(ep, door.DRAFT_EXPORT_REPORT_ATTRIBUTE), door.DraftExportReport)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _private_torch_names(path: Path) -> set[str]:
+    """Private torch names in ``path``'s code: imports from ``torch._x`` (or of ``_x`` from torch), and
+    attributes like ``torch._C.x`` or ``aten._to_copy`` (``aten`` being ``torch.ops.aten``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            modules = [(a.name, ()) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [(node.module, tuple(a.name for a in node.names))]
+        elif isinstance(node, ast.Attribute):
+            parts, inner = [], node
+            while isinstance(inner, ast.Attribute):
+                parts.append(inner.attr)
+                inner = inner.value
+            if isinstance(inner, ast.Name) and inner.id in ("torch", "aten"):
+                dotted = [inner.id, *reversed(parts)]
+                if any(p.startswith("_") and not p.startswith("__") for p in dotted[1:]):
+                    found.add(".".join(dotted))
+            continue
+        else:
+            continue
+        for module, names in modules:
+            parts = module.split(".")
+            if parts[0] == "torch" and any(p.startswith("_") for p in parts[1:] + list(names)):
+                found.add(module)
+    return found
+
+
+@pytest.mark.parametrize("layer", ["tracer", "export"])
+def test_private_torch_names_go_through_the_door(layer):
+    outside = {f"{path.name}: {name}" for path in sorted((ROOT / layer).glob("*.py"))
+               if path.name != "torch_internals.py" for name in _private_torch_names(path)}
+    assert not outside, "private torch names outside the door:\n" + "\n".join(sorted(outside))

@@ -33,11 +33,13 @@ keep sizes symbolic (``symbolic_range``, ``rnn_shapes``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import FrameType
 
 import sympy
 import torch
@@ -49,13 +51,13 @@ from .exact_cancel import exact_cancellation
 from .fake_mode import EngineFakeTensorMode
 from .rnn_shapes import symbolic_rnns
 from .size_asserts import sizes_checked_against_inputs
-from .size_tracking import small_buffers
+from .size_tracking import SizeTracker, small_buffers
 from .symbolic_range import symbolic_ranges
 from .sympy_bridge import UnsupportedExpression, bounds_of, to_condition, to_term
 from .torch_internals import (
-    GuardOnDataDependentSymNode, OpOverload, RelaxedUnspecConstraint, StrictMinMaxConstraint,
-    TorchShapeEnv, TracingContext, UserError, UserErrorType, convert_guards_to_code, tracing,
-    uninteresting_files,
+    FORCED_SPECIALIZATIONS, PRETTIFY_RESULTS, GuardOnDataDependentSymNode, OpOverload,
+    RelaxedUnspecConstraint, StrictMinMaxConstraint, TorchShapeEnv, TracingContext, UserError, UserErrorType,
+    convert_guards_to_code, tracing, uninteresting_files,
 )
 
 __all__ = ["DimSpec", "EngineShapeEnv", "TorchDataDependentError", "engine_tracing", "readable_source",
@@ -109,7 +111,7 @@ def readable_source(name: str) -> tuple[str, str | None, int | None]:
 
 def current_op() -> str | None:
     """The ATen op being dispatched right now, found as the ``func`` local of a dispatch frame."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         func = frame.f_locals.get("func")
         if isinstance(func, OpOverload):
@@ -146,7 +148,8 @@ class EngineShapeEnv(TorchShapeEnv):
         self.unmirrored: list = []
         self.mirrored: set[int] = set()  # indices into self.guards of guards the engine records and judges
         self._producing_guards = False
-        self.size_tracker = None       # set by engine_tracing: sizes followed through small tensors
+        # set by engine_tracing: sizes followed through small tensors
+        self.size_tracker: SizeTracker | None = None
         self.bool_symbols: set = set()  # unbacked symbols torch made for booleans of data (``bool(t)``)
 
     # -- symbols -----------------------------------------------------------------
@@ -172,11 +175,12 @@ class EngineShapeEnv(TorchShapeEnv):
         spec = self.dim_specs.get(self.source_name_to_debug_name.get(name, ""))
         strict = isinstance(constraint_dim, StrictMinMaxConstraint)
         declared = bounds_of(constraint_dim.vr) if strict else None
-        common = dict(declared=declared, dim_name=spec.name if spec else None, kind=dim_kind(constraint_dim),
-                      specialize_zero_one=False if keep_zero_one else None)
+        create = functools.partial(self.engine.create_backed_symbol, val, src, declared=declared,
+                                   dim_name=spec.name if spec else None, kind=dim_kind(constraint_dim),
+                                   specialize_zero_one=False if keep_zero_one else None)
         if not isinstance(expr, sympy.Symbol):
             if strict and val in (0, 1):               # declared dynamic, specialized on the example
-                self.engine.create_backed_symbol(val, src, **common)
+                create()
             return
         if expr in self.symbol_map:                    # duck sizing: another input dim, same symbol
             self.engine.add_source(self.symbol_map[expr], src)
@@ -185,11 +189,10 @@ class EngineShapeEnv(TorchShapeEnv):
             self._check_derived(name, spec, val)
         if spec is not None and spec.root is not None:
             root = self._root_symbol(spec.root, (val - spec.b) // spec.a)
-            engine_sym = self.engine.create_backed_symbol(val, src, name=expr.name, **common)
+            engine_sym = create(name=expr.name)
             self.engine.relate(engine_sym, spec.a * root + spec.b)
         else:
-            engine_sym = self.engine.create_backed_symbol(val, src, name=expr.name, is_size=bool(positive),
-                                                          **common)
+            engine_sym = create(name=expr.name, is_size=bool(positive))
         self.symbol_map[expr] = engine_sym
 
     def _check_derived(self, source_name: str, spec: DimSpec, val: int) -> None:
@@ -260,7 +263,7 @@ class EngineShapeEnv(TorchShapeEnv):
     def _get_user_frame(self):
         """torch's "user frame" (guard locations, and whether a question comes from an ``assert``
         statement, which torch turns into a runtime assert), skipping this module's hooks too."""
-        frame = sys._getframe(1)
+        frame: FrameType | None = sys._getframe(1)
         while frame is not None:
             filename = frame.f_code.co_filename
             if filename not in uninteresting_files() and not filename.startswith(_TRACER_DIR):
@@ -275,8 +278,11 @@ class EngineShapeEnv(TorchShapeEnv):
         except UnsupportedExpression:
             return None
 
-    def _maybe_evaluate_static(self, expr, *, unbacked_only=False, compute_hint=False, size_oblivious=False,
-                               axioms=None, var_to_range=None):
+    # torch declares it an lru_cache wrapper (the annotation of its _lru_cache decorator); the override is
+    # a plain method, memoized by the engine's version below
+    def _maybe_evaluate_static(  # type: ignore[override]
+            self, expr, *, unbacked_only=False, compute_hint=False, size_oblivious=False, axioms=None,
+            var_to_range=None):
         result = super()._maybe_evaluate_static(expr, unbacked_only=unbacked_only, compute_hint=compute_hint,
                                                 size_oblivious=size_oblivious, axioms=axioms,
                                                 var_to_range=var_to_range)
@@ -293,8 +299,9 @@ class EngineShapeEnv(TorchShapeEnv):
         decided = self._static_memo[key]
         return None if decided is None else sympy.true if decided else sympy.false
 
-    # torch's _refine_ranges clears this cache by attribute; keep it reachable on the override
-    _maybe_evaluate_static.cache_clear = TorchShapeEnv._maybe_evaluate_static.cache_clear
+    # torch's _refine_ranges clears this cache by attribute; keep it reachable on the override (an
+    # attribute of the function object, which mypy does not model)
+    setattr(_maybe_evaluate_static, "cache_clear", TorchShapeEnv._maybe_evaluate_static.cache_clear)
 
     def _engine_static(self, expr, size_oblivious: bool, ranges_only: bool) -> bool | None:
         cond = self._convert(expr)
@@ -324,7 +331,8 @@ class EngineShapeEnv(TorchShapeEnv):
         self._mirror_guards(before)
         return result
 
-    def guard_or_defer_runtime_assert(self, orig_expr, msg, fx_node=None):
+    # torch's is wrapped in functools.lru_cache, which mypy cannot see as a method; not cached here either
+    def guard_or_defer_runtime_assert(self, orig_expr, msg, fx_node=None):  # type: ignore[override]
         before_guards, before_asserts = len(self.guards), self._assert_count()
         result = super().guard_or_defer_runtime_assert(orig_expr, msg, fx_node)
         self._mirror_guards(before_guards)
@@ -391,8 +399,11 @@ class EngineShapeEnv(TorchShapeEnv):
         finally:
             self._producing_guards = False
         if self.dim_constraints is not None:   # its forced specializations are guards the engine checks too
-            self.dim_constraints.forced_specializations = dict
-            self.dim_constraints.prettify_results = _message_or_nothing(self.dim_constraints.prettify_results)
+            # instance attributes shadowing the DimConstraints methods export calls (names pinned in the door)
+            dim_constraints = self.dim_constraints
+            setattr(dim_constraints, FORCED_SPECIALIZATIONS[-1], dict)
+            setattr(dim_constraints, PRETTIFY_RESULTS,
+                    _message_or_nothing(getattr(dim_constraints, PRETTIFY_RESULTS)))
         return produced
 
     def _data_dependent(self, exc: GuardOnDataDependentSymNode) -> Exception:
@@ -415,7 +426,7 @@ class EngineShapeEnv(TorchShapeEnv):
                 error = self.engine.concrete_value_error(to_term(expr, rename=self.symbol_map), _provenance())
             except UnsupportedExpression:
                 return exc
-        unbound = self.size_tracker.unbound if self.size_tracker is not None else {}
+        unbound: dict[sympy.Symbol, str] = self.size_tracker.unbound if self.size_tracker is not None else {}
         return TorchDataDependentError(expr, annotated(error, expr.free_symbols, unbound, self.bool_symbols))
 
 

@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import re
 
-import torch
-
 from .patching import SharedPatch
 from .size_tracking import Binding, SizeTracker
-from .torch_internals import export_utils
+from .torch_internals import ASSERT_SCALAR, export_utils
 
 __all__ = ["label_size_asserts", "sizes_checked_against_inputs"]
 
@@ -66,7 +64,7 @@ def label_size_asserts(program, tracker: SizeTracker) -> int:
     by_name = {b.symbol.name: b for b in tracker.bindings.values()}
     labelled = 0
     for node in program.graph_module.graph.nodes:
-        if node.target is not torch.ops.aten._assert_scalar.default or not isinstance(node.args[-1], str):
+        if node.target is not ASSERT_SCALAR or not isinstance(node.args[-1], str):
             continue
         m = _ASSERT_MESSAGE.match(node.args[1])
         if m is None or not m.group("expr").startswith("Eq("):

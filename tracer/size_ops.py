@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Callable
 import sympy
 import torch
 
-from .size_values import FLOAT32, FLOAT64, BoolValue, FloatValue, IntValue, NotTracked, float_constant
-from .torch_internals import op_schema
+from .size_values import FLOAT32, FLOAT64, BoolValue, FloatValue, IntValue, NotTracked, Value, float_constant
+from .torch_internals import LOCAL_SCALAR_DENSE, TO_COPY, UNSAFE_VIEW, OpOverload, op_schema
 
 if TYPE_CHECKING:
     from .size_tracking import SizeTracker
@@ -72,6 +72,7 @@ def read_values(t: torch.Tensor) -> Tracked | None:
     except NotTracked:
         return None
     data = t.numpy().reshape(-1).tolist()          # numpy() reads the storage without dispatching
+    values: tuple[Value, ...]
     if kind[0] == "int":
         values = tuple(IntValue(sympy.Integer(int(v))) for v in data)
     elif kind[0] == "bool":
@@ -130,7 +131,7 @@ def _arith(op: str, swap: bool = False):
         if swap:
             a, b = b, a
         if kind[0] == "int":
-            x, y = tr.as_kind(a, kind), tr.as_kind(b, kind)
+            x, y = tr.as_int(a), tr.as_int(b)
             if alpha != 1:
                 y = tr.algebra.int_op("mul", y, IntValue(sympy.Integer(alpha)), kind[1], kind[2])
             if op == "div":
@@ -141,10 +142,10 @@ def _arith(op: str, swap: bool = False):
             return tr.algebra.int_op(op, x, y, kind[1], kind[2])
         if kind[0] != "float" or alpha != 1:
             raise NotTracked(f"{op} on {kind[0]} values" + (" with alpha" if alpha != 1 else ""))
-        x, y = tr.as_float(a, kind[1]), tr.as_float(b, kind[1])
+        fx, fy = tr.as_float(a, kind[1]), tr.as_float(b, kind[1])
         if op == "floordiv":
-            return tr.algebra.rounded(tr.algebra.float_op("div", x, y), "floor")
-        result = tr.algebra.float_op(op, x, y)
+            return tr.algebra.rounded(tr.algebra.float_op("div", fx, fy), "floor")
+        result = tr.algebra.float_op(op, fx, fy)
         if op == "div" and rounding_mode is not None:
             result = tr.algebra.rounded(result, rounding_mode)
         return result
@@ -154,16 +155,16 @@ def _arith(op: str, swap: bool = False):
 def _unary(op: str):
     def fn(tr: SizeTracker, kind, a):
         if kind[0] == "int":
-            x = tr.as_kind(a, kind)
+            x = tr.as_int(a)
             if op in ("ceil", "floor", "round", "trunc"):
                 return x
             return tr.algebra.int_op(op, x, None, kind[1], kind[2])
         if kind[0] != "float":
             raise NotTracked(f"{op} on {kind[0]} values")
-        x = tr.as_float(a, kind[1])
+        fx = tr.as_float(a, kind[1])
         if op in ("ceil", "floor", "round", "trunc"):
-            return tr.algebra.rounded(x, op)
-        return tr.algebra.float_op(op, x, None)
+            return tr.algebra.rounded(fx, op)
+        return tr.algebra.float_op(op, fx, None)
     return fn
 
 
@@ -199,13 +200,18 @@ def _where(tr: SizeTracker, kind, cond, a, b):
 
 
 def _clamp(tr: SizeTracker, kind, a, lo=None, hi=None):
-    value = tr.as_kind(a, kind)
-    for bound, op in ((lo, "max"), (hi, "min")):
-        if bound is not None:
-            b = tr.as_kind(bound, kind)
-            value = (tr.algebra.int_op(op, value, b, kind[1], kind[2]) if kind[0] == "int"
-                     else tr.algebra.float_op(op, value, b))
-    return value
+    if kind[0] not in ("int", "float"):     # fake tensors clamp booleans (CPU kernels do not)
+        raise NotTracked(f"clamp on {kind[0]} values")
+    bounds = [(bound, op) for bound, op in ((lo, "max"), (hi, "min")) if bound is not None]
+    if kind[0] == "int":
+        value = tr.as_int(a)
+        for bound, op in bounds:
+            value = tr.algebra.int_op(op, value, tr.as_int(bound), kind[1], kind[2])
+        return value
+    x = tr.as_float(a, kind[1])
+    for bound, op in bounds:
+        x = tr.algebra.float_op(op, x, tr.as_float(bound, kind[1]))
+    return x
 
 
 def _clamp_handler(names):
@@ -318,8 +324,12 @@ def _fill(value_of: Callable):
 
 
 def _items(ops: dict) -> dict:
+    """Handlers by operator; a key is an operator (a private one, from the door) or names of ``aten``'s."""
     table = {}
     for names, handler in ops.items():
+        if isinstance(names, OpOverload):
+            table[names] = handler
+            continue
         for name in names.split():
             packet, _, overload = name.partition(".")
             table[getattr(getattr(aten, packet), overload or "default")] = handler
@@ -357,9 +367,10 @@ HANDLERS = _items({
     "clamp clamp.Tensor": _clamp_handler(("self", "min", "max")),
     "clamp_min clamp_min.Tensor": _clamp_handler(("self", "min")),
     "clamp_max clamp_max.Tensor": _clamp_handler(("self", "max")),
-    "_to_copy": _convert,
-    "clone alias detach lift_fresh lift_fresh_copy view _unsafe_view reshape squeeze squeeze.dim "
-    "squeeze.dims unsqueeze expand": _same_values,
+    TO_COPY: _convert,
+    "clone alias detach lift_fresh lift_fresh_copy view": _same_values,
+    UNSAFE_VIEW: _same_values,
+    "reshape squeeze squeeze.dim squeeze.dims unsqueeze expand": _same_values,
     "select.int": _select,
     "unbind.int": _unbind,
     "stack": _stack,
@@ -369,7 +380,7 @@ HANDLERS = _items({
     "zeros": _fill(lambda named: 0),
     "ones": _fill(lambda named: 1),
 })
-ITEM_OPS = (aten._local_scalar_dense.default, aten.item.default)
+ITEM_OPS = (LOCAL_SCALAR_DENSE, aten.item.default)
 _WRITES: dict = {}
 
 

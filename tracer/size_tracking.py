@@ -44,7 +44,9 @@ from .size_ops import (
 )
 from .size_values import FLOAT64, Algebra, BoolValue, FloatValue, IntValue, NotTracked, Value
 from .sympy_bridge import UnsupportedExpression, to_term
-from .torch_internals import FakeTensor, FloatTrueDiv, IntTrueDiv, ToFloat, ValueRanges, op_schema, pytree
+from .torch_internals import (
+    LOCAL_SCALAR_DENSE, FakeTensor, FloatTrueDiv, IntTrueDiv, ToFloat, ValueRanges, op_schema, pytree,
+)
 
 __all__ = ["SizeTracker", "Binding", "small_buffers"]
 
@@ -215,7 +217,7 @@ class SizeTracker:
             expr = sympy.Integer(1 if self.env.evaluate_expr(value.expr) else 0)
         else:
             return
-        binding = Binding(sym, expr, capture(op="aten._local_scalar_dense.default"))
+        binding = Binding(sym, expr, capture(op=str(LOCAL_SCALAR_DENSE)))
         self.bindings[sym] = binding
         if expr.is_number:
             # replaced by a constant now, the result would turn into a plain int on its way back through C++
@@ -259,10 +261,16 @@ class SizeTracker:
         """An element value converted to the computation kind of an op (``_kind`` of its result)."""
         if kind[0] == "float":
             return self.as_float(v, kind[1])
-        if isinstance(v, (PyFloat, SymFloat)):
-            raise NotTracked(f"a float used as {kind[0]}")
         if kind[0] == "bool":
+            if isinstance(v, (PyFloat, SymFloat)):
+                raise NotTracked("a float used as bool")
             return self.algebra.to_bool(v)
+        return self.as_int(v)
+
+    def as_int(self, v) -> IntValue:
+        """An element value converted for integer arithmetic (``as_kind`` of an integer kind)."""
+        if isinstance(v, (PyFloat, SymFloat)):
+            raise NotTracked("a float used as int")
         if isinstance(v, BoolValue):     # True/False as 1/0, when the ranges decide which
             decided = self.decide(v.expr)
             if decided is None:

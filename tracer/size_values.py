@@ -198,22 +198,25 @@ class Algebra:
     def float_op(self, op: str, a: FloatValue, b: FloatValue | None) -> FloatValue:
         if op == "neg":
             return _float(-a.num, a.den, a.err, a.exact_at_integers, a.bits)
+        if op == "abs":
+            if a.err != 0 or (b is not None and b.err != 0):
+                raise NotTracked(f"{op} of rounded float values")
+            return _float(Max(a.num, -a.num), a.den, Fraction(0), True, a.bits)
+        if op not in ("add", "sub", "mul", "div", "min", "max"):
+            raise NotTracked(f"float operation {op}")
+        assert b is not None, f"float {op} takes two operands"
         if op in ("add", "sub"):
             return self._sum(a, b, 1 if op == "add" else -1)
         if op == "mul":
             return self._product(a, b)
         if op == "div":
             return self._quotient(a, b)
-        if op in ("min", "max", "abs"):
-            if a.err != 0 or (b is not None and b.err != 0):
-                raise NotTracked(f"{op} of rounded float values")
-            if op == "abs":
-                return _float(Max(a.num, -a.num), a.den, Fraction(0), True, a.bits)
-            den = math.lcm(a.den, b.den)
-            pick = Min if op == "min" else Max
-            num = pick(a.num * (den // a.den), b.num * (den // b.den))
-            return _float(num, den, Fraction(0), True, a.bits)
-        raise NotTracked(f"float operation {op}")
+        if a.err != 0 or b.err != 0:      # min, max
+            raise NotTracked(f"{op} of rounded float values")
+        den = math.lcm(a.den, b.den)
+        pick = Min if op == "min" else Max
+        num = pick(a.num * (den // a.den), b.num * (den // b.den))
+        return _float(num, den, Fraction(0), True, a.bits)
 
     def _sum(self, a: FloatValue, b: FloatValue, sign: int) -> FloatValue:
         bits = a.bits
@@ -300,6 +303,7 @@ class Algebra:
             raise NotTracked(f"ordering comparison of booleans ({op})")
         if isinstance(b, BoolValue) and not isinstance(a, BoolValue):
             a, b = b, a
+        assert isinstance(a, BoolValue), "compare() passes at least one boolean"
         if isinstance(b, BoolValue):
             same = sympy.Equivalent(a.expr, b.expr)
         elif isinstance(b, IntValue) and b.expr.is_Integer:

@@ -86,7 +86,8 @@ class _Converter:
             if e.is_integer is False or (e.is_integer is None and e.is_real is not None):
                 raise UnsupportedExpression(f"symbol {e} is not an integer")
             return symbol(e.name)
-        handler = _handler(type(e))
+        cls: type = type(e)        # sympy is untyped, and mypy does not take type[Any] as Hashable
+        handler = _handler(cls)
         if handler is None:
             raise UnsupportedExpression(f"no exact meaning for {type(e).__name__}: {e}")
         return handler(self, e)

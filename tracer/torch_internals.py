@@ -6,6 +6,7 @@ one test instead of somewhere deep in a trace.
 """
 from __future__ import annotations
 
+import torch
 from torch._dynamo.exc import UserError, UserErrorType
 from torch._C import DispatchKey
 import torch._export.utils as export_utils  # noqa: F401  (size_asserts wraps its assert lowering)
@@ -53,6 +54,22 @@ PINNED = {
     "compiling_state_context": compiling_state_context,
     "RoundToInt": RoundToInt,
 }
+# Private ATen operators (a leading underscore), each pinned by the name torch prints it with.
+_aten = torch.ops.aten
+UNSAFE_VIEW = _aten._unsafe_view.default      # a view: an identity (export), elements kept (size tracker)
+TO_COPY = _aten._to_copy.default              # a dtype conversion (size tracker)
+LOCAL_SCALAR_DENSE = _aten._local_scalar_dense.default    # .item(): the size tracker binds its result
+ASSERT_SCALAR = _aten._assert_scalar.default  # a runtime assert in an exported graph (size_asserts)
+# interpolate(mode="nearest-exact") of 3-, 4- and 5-d inputs: an identity at scale 1 (export)
+UPSAMPLE_NEAREST_EXACT = (_aten._upsample_nearest_exact1d.vec, _aten._upsample_nearest_exact2d.vec,
+                          _aten._upsample_nearest_exact3d.vec)
+PINNED.update({
+    "aten._unsafe_view.default": UNSAFE_VIEW, "aten._to_copy.default": TO_COPY,
+    "aten._local_scalar_dense.default": LOCAL_SCALAR_DENSE, "aten._assert_scalar.default": ASSERT_SCALAR,
+    "aten._upsample_nearest_exact1d.vec": UPSAMPLE_NEAREST_EXACT[0],
+    "aten._upsample_nearest_exact2d.vec": UPSAMPLE_NEAREST_EXACT[1],
+    "aten._upsample_nearest_exact3d.vec": UPSAMPLE_NEAREST_EXACT[2],
+})
 # torch.utils._pytree functions (export's input flattening, the size tracker's leaves)
 PYTREE_FUNCTIONS = ["tree_flatten_with_path", "tree_unflatten", "keystr", "tree_leaves"]
 PINNED.update({f"pytree.{name}": getattr(pytree, name) for name in PYTREE_FUNCTIONS})
@@ -99,6 +116,9 @@ PRETTIFY_RESULTS = "prettify_results"     # DimConstraints method export calls f
 # (EngineShapeEnv demotes them); ExportedProgram keeps its input checks in ``_guards_code``.
 CONSTRAINT_FIELDS = {"StrictMinMaxConstraint": "warn_only", "StatelessSymbolicContext": "constraint_sizes"}
 EXPORTED_PROGRAM_GUARDS_ATTRIBUTE = "_guards_code"
+# draft_export leaves its DraftExportReport on the program as ``ep._report`` (torch.onnx reads it); the
+# program shapeproof.engine()'s draft_export returns carries one too.
+DRAFT_EXPORT_REPORT_ATTRIBUTE = "_report"
 # An operator overload's schema (its arguments by name, their aliasing, whether it writes in place) is
 # ``OpOverload._schema``: the size tracker names arguments with it, the region search reads it to merge
 # graphs.

@@ -111,7 +111,8 @@ class TorchStrategy(Strategy):
     @staticmethod
     def _scan(problem: Problem, deadline: Deadline):
         """The smallest counterexample of a box of at most ``_SCAN_LIMIT`` points, by enumeration."""
-        if not problem.bounded or problem.box_size > _SCAN_LIMIT:
+        size = problem.box_size             # None when a range is unbounded
+        if size is None or size > _SCAN_LIMIT:
             return None
         outcome = EnumerateStrategy(max_points=_SCAN_LIMIT).decide(problem, deadline)
         return outcome.counterexample if outcome.status is Status.REFUTED else None
