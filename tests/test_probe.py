@@ -52,6 +52,30 @@ def test_the_probe_does_not_claim_a_failure_it_cannot_see():
     assert failure_at(ReadsValues(), (torch.zeros(4),)) is None
 
 
+class PlainTensorAttribute(torch.nn.Module):
+    """A tensor kept as a plain attribute, not a buffer: fake mode refuses it (an AssertionError)."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.tensor(2.0)
+
+    def forward(self, x):
+        return x.view(x.shape[0] // 2, 2, -1) * self.scale
+
+
+class AssertsEven(torch.nn.Module):
+    def forward(self, x):
+        assert x.shape[0] % 2 == 0
+        return x * 2
+
+
+def test_the_probe_claims_only_what_a_shape_rule_raises():
+    """Anything else (fake mode refusing a real tensor, the model's own assert) is left to the trace."""
+    assert failure_at(PlainTensorAttribute(), (torch.zeros(8, 3),)) is None
+    assert isinstance(failure_at(PlainTensorAttribute(), (torch.zeros(7, 3),)), RuntimeError)
+    assert failure_at(AssertsEven(), (torch.zeros(7, 3),)) is None
+
+
 class ExportPath(torch.nn.Module):
     """Takes another path under export: the probe must run the path a trace runs."""
 

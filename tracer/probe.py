@@ -30,6 +30,11 @@ __all__ = ["failure_at"]
 _CANNOT_SAY = (DataDependentOutputException, DynamicOutputShapeException, UnsupportedOperatorException,
                GuardOnDataDependentSymNode, NotImplementedError)
 
+# what torch's shape rules raise (``view`` of a size that does not divide, ``cat`` of mismatched sizes);
+# anything else, the model's own ``assert`` included, is left to the trace (fake mode also asserts on a
+# plain tensor attribute the model did not register as a buffer)
+_SHAPE_RULE = (RuntimeError, ValueError, IndexError)
+
 # torch logs every failing meta kernel at error level before raising; a failure is an answer here
 _FAKE_TENSOR_LOG = logging.getLogger("torch._subclasses.fake_tensor")
 
@@ -45,9 +50,11 @@ def _quiet(logger: logging.Logger):
 
 
 def failure_at(model: torch.nn.Module, args: tuple, kwargs: dict | None = None) -> Exception | None:
-    """The exception ``model(*args, **kwargs)`` raises on fake tensors of these shapes, else None.
+    """The error a shape rule raises when ``model(*args, **kwargs)`` runs on fake tensors of these shapes,
+    else None.
 
-    None also where this pass cannot say (data-dependent ops need values).
+    None also where this pass cannot say (data-dependent ops need values,
+    any other exception).
     The model runs with torch's exporting flags set, so code that asks
     ``torch.compiler.is_exporting()`` takes the path it takes in a trace.
     """
@@ -61,6 +68,8 @@ def failure_at(model: torch.nn.Module, args: tuple, kwargs: dict | None = None) 
             torch.func.functional_call(model, fake_state, fake_args, fake_kwargs, strict=False)
     except _CANNOT_SAY:
         return None
-    except Exception as exc:  # noqa: BLE001  (a shape rule, or the model's own check, failed: the answer)
+    except _SHAPE_RULE as exc:
         return exc
+    except Exception:  # noqa: BLE001  (an assert, a real tensor attribute fake mode refuses: the trace decides)
+        return None
     return None
