@@ -28,7 +28,7 @@ from .problem import Deadline, Problem
 from .strategy import Outcome, Strategy, proven, refuted, unknown
 from .terms import iter_nodes
 
-__all__ = ["EnumerateStrategy", "holds_along"]
+__all__ = ["EnumerateStrategy", "holds_along", "failing_among"]
 
 _SAFE_MAGNITUDE = 2.0 ** 62      # half of int64's range: room for float rounding in the magnitude shadow
 
@@ -265,6 +265,27 @@ def holds_along(f: F.Formula, sym: Symbol, lo: int, hi: int) -> np.ndarray:
     values = np.arange(lo, hi + 1, dtype=np.int64)
     try:
         return _Vectorized({sym: values}).truth(f, len(values))[0]
+    except _Overflow as e:
+        raise OverflowError("values exceed int64") from e
+
+
+def failing_among(problem: Problem, points: list[dict[Symbol, int]]) -> np.ndarray:
+    """Mask over ``points`` of those where the facts hold and the goal is not true, all evaluated at once.
+
+    Raises ``OverflowError`` where a coordinate or a value read leaves int64 (callers then evaluate
+    point by point in Python).
+    """
+    if not points:
+        return np.zeros(0, dtype=bool)
+    if not _in_int64([(min(p[s] for p in points), max(p[s] for p in points)) for s in problem.symbols]):
+        raise OverflowError("coordinates exceed int64")
+    env = {s: np.array([p[s] for p in points], dtype=np.int64) for s in problem.symbols}
+    vec = _Vectorized(env)
+    try:
+        facts_hold = np.ones(len(points), dtype=bool)
+        for fact in problem.facts:
+            facts_hold &= vec.truth(fact, len(points))[0]
+        return facts_hold & ~vec.truth(problem.goal, len(points))[0]
     except _Overflow as e:
         raise OverflowError("values exceed int64") from e
 

@@ -124,3 +124,18 @@ def test_probe_refutes_at_the_low_end_of_an_unbounded_range_without_search():
     verdict = prove("u0 == 0", ranges={"u0": (0, None)})
     assert verdict.refuted and verdict.strategy == "probe" and verdict.counterexample == {"u0": 1}
     assert prove("(32*u0) >= 2", ranges={"u0": (0, None)}).counterexample == {"u0": 0}
+
+
+def test_the_probe_screens_its_points_together_and_keeps_only_what_python_confirms():
+    """The screen is numpy's exact evaluator; where its values would leave int64 the points are checked in
+    Python one by one, and a point is never taken on the screen's word alone."""
+    from shapeproof.solver.probe import ProbeStrategy
+
+    screened = prove("x > 5 or y < 2", ranges={"x": (1, None), "y": (0, None)}, facts=["y == x + 1"],
+                     strategy=ProbeStrategy())
+    assert screened.refuted and screened.counterexample == {"x": 1, "y": 2}   # the fact allows it
+    assert prove("x % 3 == 0 or x < 2", ranges={"x": (1, None)}, strategy=ProbeStrategy()).counterexample == {
+        "x": 2}
+    huge = prove("x * x * x * x < 1000000000000000000000000000000", ranges={"x": (2 ** 40, None)},
+                 strategy=ProbeStrategy())
+    assert huge.refuted and huge.counterexample == {"x": 2 ** 40}
