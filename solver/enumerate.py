@@ -18,6 +18,9 @@ rounded value leaves int64.
 """
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
 import numpy as np
 import sympy
 from sympy import Expr, Symbol
@@ -31,6 +34,8 @@ from .terms import iter_nodes
 __all__ = ["EnumerateStrategy", "holds_along", "failing_among"]
 
 _SAFE_MAGNITUDE = 2.0 ** 62      # half of int64's range: room for float rounding in the magnitude shadow
+_RECENT_BOXES = 4                # chunk evaluators kept between questions
+_RECENT_BYTES = 64 << 20         # node arrays kept between questions, all boxes together
 
 
 def _union(masks):
@@ -68,6 +73,11 @@ class _Vectorized:
         self.memo: dict[Expr, tuple] = {}
         self.float_memo: dict[Expr, tuple] = {}
         self.bad: dict[Expr, np.ndarray] = {}       # float wrapper -> lanes where Python raises
+
+    def nbytes(self) -> int:
+        """About what its memos hold: a value and a magnitude array (8 bytes a lane each) per node."""
+        lanes = len(next(iter(self.env.values()))) if self.env else 1
+        return (len(self.memo) + len(self.float_memo) + len(self.bad)) * lanes * 16
 
     def term(self, t: Expr):
         """Exact int64 value of ``t`` (raises ``_Overflow`` if it may not fit)."""
@@ -220,6 +230,29 @@ class EnumerateStrategy(Strategy):
     def __init__(self, max_points: int = 4_000_000, chunk: int = 1 << 16):
         self.max_points = max_points
         self.chunk = chunk
+        # evaluators of recent chunks, by box and chunk: the guards of one trace share their box and most
+        # subterms (Swin's view sizes recur in hundreds of them), so a node is evaluated once per box
+        self._recent: OrderedDict[tuple, _Vectorized] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _evaluator(self, key: tuple, make_env) -> _Vectorized:
+        with self._lock:
+            vec = self._recent.get(key)
+            if vec is not None:
+                self._recent.move_to_end(key)
+                return vec
+        vec = _Vectorized(make_env())
+        with self._lock:
+            self._recent[key] = vec
+            while len(self._recent) > _RECENT_BOXES:
+                self._recent.popitem(last=False)
+        return vec
+
+    def _forget_if_large(self) -> None:
+        """Drop the oldest evaluators while all of them hold more than ``_RECENT_BYTES`` of node arrays."""
+        with self._lock:
+            while self._recent and sum(v.nbytes() for v in self._recent.values()) > _RECENT_BYTES:
+                self._recent.popitem(last=False)
 
     def covers(self, problem: Problem) -> bool:
         """Whether this strategy can decide ``problem`` given time (a box it enumerates, in int64)."""
@@ -241,9 +274,14 @@ class EnumerateStrategy(Strategy):
             if deadline.expired():
                 return unknown(f"out of time after {start} of {size} points")
             flat = np.arange(start, min(size, start + self.chunk), dtype=np.int64)
-            coords = np.unravel_index(flat, shape)
-            env = {s: (c + lo).astype(np.int64) for s, c, lo in zip(problem.symbols, coords, lows)}
-            vec = _Vectorized(env)
+
+            def make_env(flat=flat):
+                coords = np.unravel_index(flat, shape)
+                return {s: (c + lo).astype(np.int64) for s, c, lo in zip(problem.symbols, coords, lows)}
+
+            key = (tuple((s, problem.ranges[s]) for s in problem.symbols), start, self.chunk)
+            vec = self._evaluator(key, make_env)
+            env = vec.env
             try:
                 facts_hold = np.ones(len(flat), dtype=bool)
                 for fact in problem.facts:
@@ -251,6 +289,8 @@ class EnumerateStrategy(Strategy):
                 failing = facts_hold & ~vec.truth(problem.goal, len(flat))[0]
             except _Overflow:
                 return unknown("intermediate values exceed int64")
+            finally:
+                self._forget_if_large()
             if failing.any():
                 i = int(np.argmax(failing))
                 point = {s: int(env[s][i]) for s in problem.symbols}

@@ -139,3 +139,26 @@ def test_the_probe_screens_its_points_together_and_keeps_only_what_python_confir
     huge = prove("x * x * x * x < 1000000000000000000000000000000", ranges={"x": (2 ** 40, None)},
                  strategy=ProbeStrategy())
     assert huge.refuted and huge.counterexample == {"x": 2 ** 40}
+
+
+def test_enumeration_reuses_a_box_s_node_values_without_changing_any_verdict(monkeypatch):
+    """One evaluator per recent box keeps its nodes' values between questions; every verdict must be the
+    one a fresh strategy gives, the smallest counterexample included, also when evaluators are dropped
+    for holding too much."""
+    from shapeproof.solver import enumerate as enumeration
+
+    ranges = {"H": (1, 300), "W": (1, 200)}
+    goals = ["(H // 7) * 7 + H % 7 == H", "((H + 6) // 7) * ((W + 6) // 7) != 12",
+             "(H // 7) * (W // 7) >= 1", "H % 7 == 0 or (7 - H % 7) % 7 > 0",
+             "((H + 6) // 7) * 7 - H < 7 and W % 3 != 2", "H * W != 4096"]
+
+    def answer(goal, strategy):
+        verdict = prove(goal, ranges=ranges, strategy=strategy)
+        return verdict.status, verdict.counterexample
+
+    expected = [answer(goal, EnumerateStrategy()) for goal in goals]
+    assert {status for status, _ in expected} == {Status.PROVEN, Status.REFUTED}
+    shared = EnumerateStrategy()
+    assert [answer(goal, shared) for goal in goals * 2] == expected * 2
+    monkeypatch.setattr(enumeration, "_RECENT_BYTES", 1)
+    assert [answer(goal, shared) for goal in goals] == expected
