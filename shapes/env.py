@@ -489,8 +489,14 @@ class ShapeEnv:
 
     # --------------------------------------------------------------- reporting
     def produce_guards(self, strategy=None, timeout: float | None = None):
-        """Check every guard against the declared ranges; see ``report.GuardReport``."""
-        return _produce_guards(self, strategy or self.strategy, timeout or self.timeout)
+        """Check every guard against the declared ranges; see ``report.GuardReport``.
+
+        The trace's questions end here: the solver drops the values it kept to
+        answer them faster (an export keeps each trace's environment alive).
+        """
+        report = _produce_guards(self, strategy or self.strategy, timeout or self.timeout)
+        self.solver.release()
+        return report
 
     def explain(self, item):
         """Structured and readable explanation of a guard, violation or runtime assert."""

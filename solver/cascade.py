@@ -79,6 +79,10 @@ class Cascade(Strategy):
             s: verdict.counterexample[s.name] for s in problem.symbols}
         return Outcome(verdict.status, verdict.reason, point)
 
+    def release(self) -> None:
+        for stage in self.stages:
+            stage.release()
+
     def __call__(self, problem: Problem, deadline: Deadline) -> Verdict:
         return self.verdict(problem, deadline)
 

@@ -35,7 +35,7 @@ __all__ = ["EnumerateStrategy", "holds_along", "failing_among"]
 
 _SAFE_MAGNITUDE = 2.0 ** 62      # half of int64's range: room for float rounding in the magnitude shadow
 _RECENT_BOXES = 4                # chunk evaluators kept between questions
-_RECENT_BYTES = 64 << 20         # node arrays kept between questions, all boxes together
+_RECENT_BYTES = 32 << 20         # node arrays kept between questions, all boxes together
 
 
 def _union(masks):
@@ -247,6 +247,10 @@ class EnumerateStrategy(Strategy):
             while len(self._recent) > _RECENT_BOXES:
                 self._recent.popitem(last=False)
         return vec
+
+    def release(self) -> None:
+        with self._lock:
+            self._recent.clear()
 
     def _forget_if_large(self) -> None:
         """Drop the oldest evaluators while all of them hold more than ``_RECENT_BYTES`` of node arrays."""

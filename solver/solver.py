@@ -46,6 +46,11 @@ class Solver:
                          Z3Strategy(), self.cascade):
             self.register(strategy)
 
+    def release(self) -> None:
+        """Drop the memory strategies keep to answer faster (enumeration's node values); verdicts stay."""
+        for strategy in self.strategies.values():
+            strategy.release()
+
     def register(self, strategy: Strategy) -> Strategy:
         """Make ``strategy`` answerable by its name on this solver."""
         self.strategies[strategy.name] = strategy

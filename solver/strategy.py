@@ -58,6 +58,9 @@ class Strategy:
         decided."""
         return run(self, problem, deadline)
 
+    def release(self) -> None:
+        """Drop what is kept between questions only to answer faster (no verdict depends on it)."""
+
     def __repr__(self) -> str:
         return f"<strategy {self.name}>"
 

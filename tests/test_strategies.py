@@ -162,3 +162,19 @@ def test_enumeration_reuses_a_box_s_node_values_without_changing_any_verdict(mon
     assert [answer(goal, shared) for goal in goals * 2] == expected * 2
     monkeypatch.setattr(enumeration, "_RECENT_BYTES", 1)
     assert [answer(goal, shared) for goal in goals] == expected
+
+
+def test_a_solver_releases_the_node_values_enumeration_keeps():
+    """A trace's environment outlives its questions (the region search keeps it): what enumeration keeps
+    to answer faster is dropped when the trace ends, and the verdicts do not change."""
+    from shapeproof.solver import Solver
+
+    solver = Solver()
+    kept = [s for s in solver.cascade.stages if isinstance(s, EnumerateStrategy)]
+    first = solver.prove("(H // 7) * (W // 7) >= 1", ranges={"H": (1, 300), "W": (1, 200)})
+    assert any(stage._recent for stage in kept)
+    solver.release()
+    assert not any(stage._recent for stage in kept)
+    again = solver.prove("(H // 7) * (W // 7) >= 2", ranges={"H": (1, 300), "W": (1, 200)})
+    assert (first.status, first.counterexample) == (Status.REFUTED, {"H": 1, "W": 1})
+    assert again.refuted and again.counterexample == {"H": 1, "W": 1}
