@@ -221,6 +221,14 @@ class _Vectorized:
         return going, decided_false
 
 
+    def failing(self, problem: Problem, size: int) -> np.ndarray:
+        """Lanes where every fact holds and the goal is not true: the problem's counterexamples."""
+        facts_hold = np.ones(size, dtype=bool)
+        for fact in problem.facts:
+            facts_hold &= self.truth(fact, size)[0]
+        return facts_hold & ~self.truth(problem.goal, size)[0]
+
+
 class EnumerateStrategy(Strategy):
     """Exhaustive check of boxes up to ``max_points`` points."""
 
@@ -287,10 +295,7 @@ class EnumerateStrategy(Strategy):
             vec = self._evaluator(key, make_env)
             env = vec.env
             try:
-                facts_hold = np.ones(len(flat), dtype=bool)
-                for fact in problem.facts:
-                    facts_hold &= vec.truth(fact, len(flat))[0]
-                failing = facts_hold & ~vec.truth(problem.goal, len(flat))[0]
+                failing = vec.failing(problem, len(flat))
             except _Overflow:
                 return unknown("intermediate values exceed int64")
             finally:
@@ -324,12 +329,8 @@ def failing_among(problem: Problem, points: list[dict[Symbol, int]]) -> np.ndarr
     if not _in_int64([(min(p[s] for p in points), max(p[s] for p in points)) for s in problem.symbols]):
         raise OverflowError("coordinates exceed int64")
     env = {s: np.array([p[s] for p in points], dtype=np.int64) for s in problem.symbols}
-    vec = _Vectorized(env)
     try:
-        facts_hold = np.ones(len(points), dtype=bool)
-        for fact in problem.facts:
-            facts_hold &= vec.truth(fact, len(points))[0]
-        return facts_hold & ~vec.truth(problem.goal, len(points))[0]
+        return _Vectorized(env).failing(problem, len(points))
     except _Overflow as e:
         raise OverflowError("values exceed int64") from e
 
