@@ -401,7 +401,8 @@ class EngineShapeEnv(TorchShapeEnv):
         if self.dim_constraints is not None:   # its forced specializations are guards the engine checks too
             # instance attributes shadowing the DimConstraints methods export calls (names pinned in the door)
             dim_constraints = self.dim_constraints
-            setattr(dim_constraints, FORCED_SPECIALIZATIONS[-1], dict)
+            _, _, forced_specializations = FORCED_SPECIALIZATIONS     # (module, function, method)
+            setattr(dim_constraints, forced_specializations, dict)
             setattr(dim_constraints, PRETTIFY_RESULTS,
                     _message_or_nothing(getattr(dim_constraints, PRETTIFY_RESULTS)))
         return produced
