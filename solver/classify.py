@@ -35,10 +35,10 @@ Prefer = Callable[[list[Symbol]], "Symbol | None"]
 
 
 class LearnedKind(str, Enum):
-    SUBSTITUTION = "substitution"
-    DIVISIBILITY = "divisibility"
-    FACT = "fact"
-    REDUNDANT = "redundant"
+    SUBSTITUTION = "substitution"  # ``s1 == 2*s0 + 1``: one symbol is replaced everywhere
+    DIVISIBILITY = "divisibility"  # ``T % 4 == 0``: the symbol ranges over multiples
+    FACT = "fact"                  # anything else is kept as an assumption
+    REDUNDANT = "redundant"        # already true: nothing to keep
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,10 @@
 Each ``Rule`` is one row: a name, the shape it rewrites (``pattern``, in guard
 syntax, which the soundness test instantiates with random terms), the result,
 a side condition in words, and the function that applies it to a node whose
-arguments are already normalized.  ``tests/test_rules.py`` checks every row
-against brute-force evaluation, so adding a rule costs a row and a small
-function and is tested for free.
+arguments are already normalized.  The row is written on its function with
+``@rule(...)``; rules of one node kind are tried in the order they are written.
+``tests/test_rules.py`` checks every row against brute-force evaluation, so
+adding a rule costs a small decorated function and is tested for free.
 
 All rules are identities wherever the node is defined: a divisor's nonzero
 condition is never dropped, because formulas keep their divisors beside the
@@ -30,7 +31,10 @@ from sympy import Expr, Integer
 from .bounds import Bounds
 from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv
 
-__all__ = ["Rule", "RULES", "exact_quotient", "split_multiples", "linear_coefficient"]
+__all__ = ["Rule", "RULES", "rule", "exact_quotient", "split_multiples", "linear_coefficient"]
+
+
+Apply = Callable[[Expr, Bounds], Optional[Expr]]
 
 
 @dataclass(frozen=True)
@@ -40,7 +44,26 @@ class Rule:
     pattern: str          # what it rewrites, in guard syntax (pattern variables a, b, c, k, q)
     result: str           # what it becomes
     condition: str        # side condition, in words ("" if none)
-    apply: Callable[[Expr, Bounds], Optional[Expr]]
+    apply: Apply
+
+
+RULES: list[Rule] = []
+RULES_BY_NODE: dict[type, list[Rule]] = {}
+
+
+def rule(node: type, pattern: str, result: str, condition: str = "", *,
+         name: str = "") -> Callable[[Apply], Apply]:
+    """Register the decorated function as the rule rewriting ``pattern`` into ``result`` for ``node``.
+
+    The rule's name is the function's, without its leading underscore, unless ``name`` is given
+    (one function may serve two rows, e.g. min and max).
+    """
+    def register(apply: Apply) -> Apply:
+        row = Rule(name or apply.__name__.lstrip("_"), node, pattern, result, condition, apply)
+        RULES.append(row)
+        RULES_BY_NODE.setdefault(node, []).append(row)
+        return apply
+    return register
 
 
 def _int_poly_coeffs_ok(q: Expr) -> bool:
@@ -166,40 +189,37 @@ def _positive(b: Expr, bounds: Bounds) -> bool:
 
 # -- floor division ------------------------------------------------------------
 
-def _fd_negative_divisor(node, bounds):
+@rule(FloorDiv, "a // (-3)", "(-a) // 3", "constant divisor < 0")
+def _floordiv_negative_divisor(node, bounds):
     a, b = node.args
     return FloorDiv(-a, -b) if b.is_Integer and b < 0 else None
 
 
-def _fd_exact(node, bounds):
+@rule(FloorDiv, "(b*q) // b", "q", "q an integer polynomial")
+def _floordiv_exact(node, bounds):
     return exact_quotient(*node.args)
 
 
-def _fd_split(node, bounds):
+@rule(FloorDiv, "(a + b*q) // b", "q + a // b", "q an integer polynomial")
+def _floordiv_split_multiples(node, bounds):
     a, b = node.args
     q, r = split_multiples(a, b)
     return q + FloorDiv(r, b) if q != 0 else None
 
 
-def _fd_gcd(node, bounds):
+@rule(FloorDiv, "(6*a + 4) // (2*b)", "(3*a + 2) // b")
+def _floordiv_common_factor(node, bounds):
     a, b = node.args
     g = gcd(_content(a), _content(b))
     return FloorDiv(sympy.expand(a / g), sympy.expand(b / g)) if g > 1 else None
 
 
-def _fd_nested(node, bounds):
+@rule(FloorDiv, "(a // b) // c", "a // (b*c)", "c > 0")
+def _floordiv_nested(node, bounds):
     a, b = node.args
     if isinstance(a, FloorDiv) and _positive(b, bounds):
         return FloorDiv(a.args[0], sympy.expand(a.args[1] * b))
     return None
-
-
-def _fd_small_dividend(node, bounds):
-    """0 <= a < b gives 0 and -b <= a < 0 gives -1, for b > 0."""
-    a, b = node.args
-    if not _positive(b, bounds):
-        return None
-    return _small_quotient(a, b, bounds)
 
 
 def _small_quotient(a: Expr, b: Expr, bounds: Bounds) -> Optional[Expr]:
@@ -215,7 +235,8 @@ def _small_quotient(a: Expr, b: Expr, bounds: Bounds) -> Optional[Expr]:
     return None
 
 
-def _fd_by_quotient(node, bounds):
+@rule(FloorDiv, "a // (a // 2)", "2", "a >= 4, so the rest is below a // 2")
+def _floordiv_by_quotient(node, bounds):
     """``a // (x // c)`` with ``a`` about ``k*x``: take out ``k*c`` and settle the small rest.
 
     ``a == k*c*d + (a - k*c*d)`` for ``d = x // c`` is an identity; the rule fires
@@ -236,7 +257,17 @@ def _fd_by_quotient(node, bounds):
     return None if rest is None else k + rest
 
 
-def _fd_one_period(node, bounds):
+@rule(FloorDiv, "a // b", "0 or -1", "b > 0 and 0 <= a < b (or -b <= a < 0)")
+def _floordiv_small_dividend(node, bounds):
+    """0 <= a < b gives 0 and -b <= a < 0 gives -1, for b > 0."""
+    a, b = node.args
+    if not _positive(b, bounds):
+        return None
+    return _small_quotient(a, b, bounds)
+
+
+@rule(FloorDiv, "a // 7", "a constant", "a within one multiple of 7 to the next")
+def _floordiv_one_period(node, bounds):
     """A constant divisor and a dividend inside one period give a constant."""
     a, b = node.args
     ia = bounds(a)
@@ -247,17 +278,20 @@ def _fd_one_period(node, bounds):
 
 # -- the other division nodes and min/max ---------------------------------------
 
+@rule(Mod, "a % b", "a - b*(a // b)")
 def _mod_as_floordiv(node, bounds):
     a, b = node.args
     return a - b * FloorDiv(a, b)
 
 
-def _ceil_as_floordiv(node, bounds):
+@rule(CeilDiv, "CeilDiv(a, b)", "-((-a) // b)")
+def _ceildiv_as_floordiv(node, bounds):
     a, b = node.args
     return -FloorDiv(-a, b)
 
 
-def _trunc_by_sign(node, bounds):
+@rule(TruncDiv, "TruncDiv(a, b)", "a // b or -((-a) // b)", "signs of a and b known")
+def _truncdiv_by_sign(node, bounds):
     a, b = node.args
     ia, ib = bounds(a), bounds(b)
     if ia is None or ib is None:
@@ -269,6 +303,8 @@ def _trunc_by_sign(node, bounds):
     return None
 
 
+@rule(Max, "max(a, a + 3)", "a + 3", "one argument never smaller", name="max_dominated")
+@rule(Min, "min(a, a + 3)", "a", "one argument never larger", name="min_dominated")
 def _minmax_dominated(node, bounds):
     """Drop arguments another argument always beats (by the bounds of their difference)."""
     args = list(node.args)
@@ -291,30 +327,3 @@ def _minmax_dominated(node, bounds):
         if not beaten:
             keep.append(x)
     return node.func(*keep) if len(keep) < len(args) else None
-
-
-RULES: list[Rule] = [
-    Rule("floordiv_negative_divisor", FloorDiv, "a // (-3)", "(-a) // 3", "constant divisor < 0",
-         _fd_negative_divisor),
-    Rule("floordiv_exact", FloorDiv, "(b*q) // b", "q", "q an integer polynomial", _fd_exact),
-    Rule("floordiv_split_multiples", FloorDiv, "(a + b*q) // b", "q + a // b", "q an integer polynomial",
-         _fd_split),
-    Rule("floordiv_common_factor", FloorDiv, "(6*a + 4) // (2*b)", "(3*a + 2) // b", "", _fd_gcd),
-    Rule("floordiv_nested", FloorDiv, "(a // b) // c", "a // (b*c)", "c > 0", _fd_nested),
-    Rule("floordiv_by_quotient", FloorDiv, "a // (a // 2)", "2", "a >= 4, so the rest is below a // 2",
-         _fd_by_quotient),
-    Rule("floordiv_small_dividend", FloorDiv, "a // b", "0 or -1", "b > 0 and 0 <= a < b (or -b <= a < 0)",
-         _fd_small_dividend),
-    Rule("floordiv_one_period", FloorDiv, "a // 7", "a constant", "a within one multiple of 7 to the next",
-         _fd_one_period),
-    Rule("mod_as_floordiv", Mod, "a % b", "a - b*(a // b)", "", _mod_as_floordiv),
-    Rule("ceildiv_as_floordiv", CeilDiv, "CeilDiv(a, b)", "-((-a) // b)", "", _ceil_as_floordiv),
-    Rule("truncdiv_by_sign", TruncDiv, "TruncDiv(a, b)", "a // b or -((-a) // b)", "signs of a and b known",
-         _trunc_by_sign),
-    Rule("min_dominated", Min, "min(a, a + 3)", "a", "one argument never larger", _minmax_dominated),
-    Rule("max_dominated", Max, "max(a, a + 3)", "a + 3", "one argument never smaller", _minmax_dominated),
-]
-
-RULES_BY_NODE: dict[type, list[Rule]] = {}
-for _rule in RULES:
-    RULES_BY_NODE.setdefault(_rule.node, []).append(_rule)
