@@ -1,9 +1,14 @@
 """The ``cascade`` strategy: cheap procedures first, SMT last, verdicts cached.
 
-Order and why: ``interval`` costs microseconds and settles most guards torch
-itself could settle; ``enumerate`` is complete and the fastest procedure on
-small boxes (about 0.1 ms for a few thousand points, with the smallest
-counterexample); ``probe`` evaluates the low ends of larger boxes (an
+Order and why: ``enumerate`` is complete and the fastest procedure on small
+boxes (about 0.1 ms for a few thousand points, with the smallest
+counterexample), and answers at once where a box is too large for it;
+``interval`` costs microseconds on small terms and proves what value ranges
+show on boxes of any size (it goes second: the questions a trace brings are
+those torch's own value-range analysis could not settle, and on the boxes
+enumeration covers it decided 4 of 262 questions of ``vit_patch_embed_dyn`` and
+0 of 39 of ``pixel_unshuffle_derived_dim``, at 0.3-2 ms each on their large
+terms); ``probe`` evaluates the low ends of larger boxes (an
 unbounded ``u0 == 0`` fails at 1 in microseconds); ``rewrite`` normalizes
 ``//`` and ``%`` and settles many unbounded guards; ``z3`` then works on the
 *rewritten* problem, where the nested pad-to-multiple guards it gives up on in
@@ -46,8 +51,8 @@ def _clip(lo, hi) -> tuple:
 def default_stages(reductions: Reductions) -> list[Strategy]:
     """The cascade's stages in the order above; ``rewrite`` and ``rewrite+z3`` share ``reductions``."""
     return [
-        IntervalStrategy(),
         EnumerateStrategy(max_points=100_000),
+        IntervalStrategy(),
         ProbeStrategy(),
         RewriteStrategy(reductions),
         Simplified(Z3Strategy(), reductions),
