@@ -12,6 +12,7 @@ from shapeproof.shapes import DimKind, GuardReport, Query, ShapeEnv
 from shapeproof.solver import DEFAULT_TIMEOUT
 from shapeproof.tracer import strategy_named
 from shapeproof.tracer.engine_env import TorchDataDependentError
+from shapeproof.tracer.module_state import ModuleState
 
 from .errors import ExportError
 from .narrow import widest_single_program
@@ -78,66 +79,72 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
     # "torch": torch's own reasoning, which the solvers know only if asked
     chosen = strategy_named(strategy)
     first = trace(model, args, kwargs, spec, chosen, timeout, options)
-    data_dependent = _data_dependent_cause(first.failure)
-    if data_dependent is not None:
-        raise data_dependent.with_traceback(None) from None
-    report, name = first.report, type(model).__name__
+    # later traces and probes run the model again; leave it as torch.export's one run at the example does
+    after_first = ModuleState(model)
+    try:
+        data_dependent = _data_dependent_cause(first.failure)
+        if data_dependent is not None:
+            raise data_dependent.with_traceback(None) from None
+        report, name = first.report, type(model).__name__
 
-    def result(program, search=None, warnings=()):
-        return ExportResult(program, first.engine, report, time.perf_counter() - start, name, search,
-                            list(warnings))
+        def result(program, search=None, warnings=()):
+            return ExportResult(program, first.engine, report, time.perf_counter() - start, name, search,
+                                list(warnings))
 
-    def error(notes=(), regions=(), narrowing=None):
-        return ExportError(report, [first.engine.explain(v) for v in report.violations],
-                           first.engine.notes + list(notes), first.failure, engine=first.engine,
-                           seconds=time.perf_counter() - start, model_name=name, regions=list(regions),
-                           narrowing=narrowing)
+        def error(notes=(), regions=(), narrowing=None):
+            return ExportError(report, [first.engine.explain(v) for v in report.violations],
+                               first.engine.notes + list(notes), first.failure, engine=first.engine,
+                               seconds=time.perf_counter() - start, model_name=name, regions=list(regions),
+                               narrowing=narrowing)
 
-    if report.specialized:
-        raise error() from first.failure
-    if report.violations:
-        if first.program is None:
+        if report.specialized:
             raise error() from first.failure
-        search = _search(model, args, kwargs, spec, first, chosen, timeout, max_regions, split,
-                         one_program_only=not split, options=options, stop_at=stop_at, progress=progress)
-        if search.covered and len(search.regions) == 1:
-            # one program serves every trace: the violated guards only chose between code paths that
-            # compute the same function there (identical graphs, or identical up to exact identities)
-            return result(_serving(search), search)
-        if search.covered and split:
-            return result(split_program(model, first, search), search)
-        narrowing = None
-        if not split and len(search.traces) > 1:
-            # without a budget of the caller's, narrowing may take as long again as the export so far:
-            # a failing export reports within about twice its own time
-            now = time.perf_counter()
-            until = stop_at if stop_at is not None else now + (now - start)
-            narrowing = widest_single_program(model, args, kwargs, spec, first, search, strategy=strategy,
-                                              timeout=timeout, options=options, stop_at=until)
-        raise error(_region_notes(search, split), search.regions, narrowing) from first.failure
-    if first.failure is not None:
-        raise first.failure
-    notes = _unproven_note(report, strategy) + _unread_note(first)
-    search = None
-    if report.restrictions:
-        # torch.export keeps these as input checks; other traces may show that the program serves more
-        # (a check over named dims may then become the whole region of the program, hence the longer search)
-        search = _search(model, args, kwargs, spec, first, chosen, timeout, max_regions, split,
-                         one_program_only=not split and not _named_relations(first.engine, report),
-                         options=options, stop_at=stop_at, progress=progress)
-        if search.covered and len(search.regions) == 1:
-            return result(_serving(search), search, _warn(notes))
-        if search.covered and split:
-            return result(split_program(model, first, search), search, _warn(notes))
-        kept = (python_guard(search.regions[0].predicate, variable_sources(first.sizes))
-                if search.covered else None)
-        if kept is not None:
-            set_input_checks(search.regions[0].traces[0], kept)
-            return result(search.regions[0].program, search, _warn(notes + [
-                "the program rejects inputs outside its region (like torch.export, which keeps guards over "
-                f"several dims as input checks): {kept}; export with split=True for one package covering "
-                "every region"]))
-    return result(first.program, search, _warn(notes + _restriction_notes(first.engine, report, split)))
+        if report.violations:
+            if first.program is None:
+                raise error() from first.failure
+            search = _search(model, args, kwargs, spec, first, chosen, timeout, max_regions, split,
+                             one_program_only=not split, options=options, stop_at=stop_at, progress=progress)
+            if search.covered and len(search.regions) == 1:
+                # one program serves every trace: the violated guards only chose between code paths that
+                # compute the same function there (identical graphs, or identical up to exact identities)
+                return result(_serving(search), search)
+            if search.covered and split:
+                return result(split_program(model, first, search), search)
+            narrowing = None
+            if not split and len(search.traces) > 1:
+                # without a budget of the caller's, narrowing may take as long again as the export so far:
+                # a failing export reports within about twice its own time
+                now = time.perf_counter()
+                until = stop_at if stop_at is not None else now + (now - start)
+                narrowing = widest_single_program(model, args, kwargs, spec, first, search, strategy=strategy,
+                                                  timeout=timeout, options=options, stop_at=until)
+            raise error(_region_notes(search, split), search.regions, narrowing) from first.failure
+        if first.failure is not None:
+            raise first.failure
+        notes = _unproven_note(report, strategy) + _unread_note(first)
+        search = None
+        if report.restrictions:
+            # torch.export keeps these as input checks; other traces may show that the program serves
+            # more (a check over named dims may then become the whole region of the program, hence the
+            # longer search)
+            search = _search(model, args, kwargs, spec, first, chosen, timeout, max_regions, split,
+                             one_program_only=not split and not _named_relations(first.engine, report),
+                             options=options, stop_at=stop_at, progress=progress)
+            if search.covered and len(search.regions) == 1:
+                return result(_serving(search), search, _warn(notes))
+            if search.covered and split:
+                return result(split_program(model, first, search), search, _warn(notes))
+            kept = (python_guard(search.regions[0].predicate, variable_sources(first.sizes))
+                    if search.covered else None)
+            if kept is not None:
+                set_input_checks(search.regions[0].traces[0], kept)
+                return result(search.regions[0].program, search, _warn(notes + [
+                    "the program rejects inputs outside its region (like torch.export, which keeps guards "
+                    f"over several dims as input checks): {kept}; export with split=True for one package "
+                    "covering every region"]))
+        return result(first.program, search, _warn(notes + _restriction_notes(first.engine, report, split)))
+    finally:
+        after_first.restore()
 
 
 def _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split, one_program_only,

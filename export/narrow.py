@@ -122,7 +122,8 @@ class _Narrower:
         if set(counterexample) - settable(self.first.sizes):
             return None
         args, kwargs = inputs_at(self.model, self.args, self.kwargs, input_sizes(self.first.sizes, point))
-        found = trace(self.model, args, kwargs, self.spec, self.strategy, self.timeout, self.options)
+        found = trace(self.model, args, kwargs, self.spec, self.strategy, self.timeout, self.options,
+                      self.first.started_from)
         self.traces.append(found)
         self.added += 1
         self.programs.add(found)

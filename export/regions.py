@@ -35,6 +35,7 @@ from shapeproof.tracer.torch_internals import pytree
 from shapeproof import solver as F      # the solver's facade: conditions, questions, guard code
 from shapeproof.solver import Bounds, divisors, evaluate_term, guard_code, prove, simplify, symbol, truth
 from shapeproof.tracer.engine_env import EngineShapeEnv, engine_tracing
+from shapeproof.tracer.module_state import ModuleState
 from shapeproof.tracer.probe import failure_at
 from shapeproof.tracer.size_asserts import label_size_asserts
 from shapeproof.tracer.torch_internals import EXPORTED_PROGRAM_GUARDS_ATTRIBUTE
@@ -73,6 +74,7 @@ class Trace:
     seconds: float
     symbols: dict[Symbol, Expr] = field(default_factory=dict)   # torch symbol -> canonical term
     branches: list[F.Formula] = field(default_factory=list)      # the region's guards from Python branches
+    started_from: ModuleState | None = None                       # the model's attributes when it began
 
     @cached_property
     def terms(self) -> ProgramTerms:
@@ -229,11 +231,15 @@ def _engine_term(torch_env: EngineShapeEnv, expr: Expr) -> Expr | None:
 
 
 def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout: float,
-          options: dict | None = None) -> Trace:
+          options: dict | None = None, start_from: ModuleState | None = None) -> Trace:
     """Export once with the engine deciding shapes; never raises for shape reasons (the caller decides).
 
-    ``options`` are torch.export.export's own keyword arguments, passed through.
+    ``options`` are torch.export.export's own keyword arguments, passed through.  ``start_from``
+    (an earlier trace's ``started_from``) puts the model's attributes back first (``module_state.py``).
     """
+    if start_from is not None:
+        start_from.restore()
+    started_from = start_from or ModuleState(model)
     engine = ShapeEnv(strategy=strategy, timeout=timeout)
     context, torch_env = engine_tracing(engine, dim_specs(spec), model)
     start = time.perf_counter()
@@ -262,7 +268,7 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
         _set_checks(program, getattr(program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE) + derived_dim_checks(sizes))
         label_size_asserts(program, torch_env.size_tracker)
     return Trace(point, engine, torch_env, program, failure, report, region, sizes, ranges, declared, seconds,
-                 symbols, [g for g, branch in parts or () if branch])
+                 symbols, [g for g, branch in parts or () if branch], started_from)
 
 
 # ---------------------------------------------------------------------------- inputs at a point
@@ -365,7 +371,7 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
                              f"{', '.join(tied)} to other dims")
             break
         new_args, new_kwargs = inputs_at(model, args, kwargs, input_sizes(first.sizes, point))
-        found = trace(model, new_args, new_kwargs, spec, strategy, timeout, options)
+        found = trace(model, new_args, new_kwargs, spec, strategy, timeout, options, first.started_from)
         search.traces.append(found)
         if found.program is None:
             assert found.failure is not None          # a trace without a program says why
@@ -465,6 +471,8 @@ def _where_the_model_fails(model, args, kwargs, first: Trace) -> tuple[dict, Exc
         if time.perf_counter() > until:
             break
         sizes = input_sizes(first.sizes, {**first.point, **point})
+        if first.started_from is not None:
+            first.started_from.restore()
         failure = failure_at(model, *inputs_at(model, args, kwargs, sizes))
         if failure is not None:
             return point, failure
