@@ -68,12 +68,16 @@ class Reductions:
 
     Only reductions that ran to completion are kept, and a reduction runs to
     completion or raises (its bounds never silently loosen at the deadline), so
-    a kept reduction is exactly what any call with enough time computes.
+    a kept reduction is exactly what any call with enough time computes.  What
+    the facts alone give (``_FactsReduced``) is kept too, by the facts and their
+    symbols' ranges: the questions of one trace share their facts, and
+    normalizing Swin-sized facts again for each question was most of the cost.
     """
 
     def __init__(self, size: int = 256):
         self.size = size
         self._items: OrderedDict[tuple, Reduction] = OrderedDict()
+        self._facts: OrderedDict[tuple, _FactsReduced] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, key: tuple) -> Reduction | None:
@@ -86,6 +90,20 @@ class Reductions:
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
 
+    def facts_reduced(self, problem: Problem, deadline: Deadline | None) -> _FactsReduced:
+        key = _facts_key(problem)
+        with self._lock:
+            found = self._facts.get(key)
+            if found is not None:
+                self._facts.move_to_end(key)
+                return found
+        found = _reduce_facts(problem, deadline)
+        with self._lock:
+            self._facts[key] = found
+            while len(self._facts) > self.size:
+                self._facts.popitem(last=False)
+        return found
+
 
 def reduce_problem(problem: Problem, deadline: Deadline | None = None,
                    cache: Reductions | None = None) -> Reduction:
@@ -97,16 +115,43 @@ def reduce_problem(problem: Problem, deadline: Deadline | None = None,
     cached = cache.get(problem.key) if cache is not None else None
     if cached is not None:
         return cached
-    reduction = _reduce(problem, deadline)
+    facts = cache.facts_reduced(problem, deadline) if cache is not None else _reduce_facts(problem, deadline)
+    reduction = _reduce(problem, facts, deadline)
     if cache is not None:
         cache.put(problem.key, reduction)
     return reduction
 
 
-def _reduce(problem: Problem, deadline: Deadline | None) -> Reduction:
-    ranges = dict(problem.ranges)
+@dataclass(frozen=True)
+class _FactsReduced:
+    """What a problem's facts give whatever its goal: the substitutions they define, the ranges that
+    changes (symbols eliminated, symbols introduced), and the remaining facts normalized over their
+    tightened ranges (None: no point satisfies them)."""
+
+    substitutions: tuple[tuple[Symbol, Expr], ...]
+    eliminated: frozenset[Symbol]
+    introduced: dict[Symbol, tuple]
+    facts: tuple[F.Formula, ...]                    # after the substitutions, before normalizing
+    symbols: frozenset[Symbol]                      # theirs, and those a substitution introduced
+    tightened: dict[Symbol, tuple] | None           # the ranges of ``symbols``, narrowed
+    normalized: tuple[F.Formula, ...]
+    fired: dict[str, int]
+
+
+def _fact_symbols(facts) -> set[Symbol]:
+    return set().union(*(f.free_symbols for f in facts))
+
+
+def _facts_key(problem: Problem) -> tuple:
+    """The facts and the ranges of their symbols: all a ``_FactsReduced`` depends on."""
+    return problem.facts, tuple((s, problem.ranges[s]) for s in sorted(_fact_symbols(problem.facts),
+                                                                        key=lambda s: s.name))
+
+
+def _reduce_facts(problem: Problem, deadline: Deadline | None) -> _FactsReduced:
+    """Step 1 for the facts alone: it reads no goal, so every question under the same facts shares it."""
+    ranges = {s: problem.ranges[s] for s in _fact_symbols(problem.facts)}
     facts = list(problem.facts)
-    goal = problem.goal
     subs: list[tuple[Symbol, Expr]] = []
     fired: dict[str, int] = {}
 
@@ -141,34 +186,59 @@ def _reduce(problem: Problem, deadline: Deadline | None) -> Reduction:
             del ranges[x]
             mapping = {x: replacement}
             facts = [F.substitute(f, mapping) for j, f in enumerate(facts) if j != i] + new_facts
-            goal = F.substitute(goal, mapping)
             changed = True
             break
         if not changed:
             break
 
-    # A symbol a substitution introduced (``k`` in ``x = 2*k``) stays in the problem even when the
-    # goal and facts no longer mention it: its range is what the fact said, and ``lift`` needs a value.
+    eliminated = frozenset(x for x, _ in subs)
+    introduced = {s: r for s, r in ranges.items() if s not in problem.ranges}
+    # the facts' symbols and those a substitution introduced (``k`` in ``x = 2*k``), which stay in the
+    # problem even when nothing mentions them: their range is what the fact said, and ``lift`` needs a value
     derived = {s for _, e in subs for s in e.free_symbols if s in ranges}
-    syms = set(goal.free_symbols).union(*(f.free_symbols for f in facts)) | derived
-    tightened = tighten({s: ranges.get(s, (None, None)) for s in syms}, facts)
-    if tightened is None:
-        reduced = Problem(goal, tuple(facts), tuple(sorted(syms, key=lambda s: s.name)),
-                          {s: ranges.get(s, (None, None)) for s in syms})
-        return Reduction(reduced, problem, subs, fired, infeasible=True)
+    own = _fact_symbols(facts) | derived
+    tightened = tighten({s: ranges.get(s, (None, None)) for s in own}, facts)
+    normalized: tuple[F.Formula, ...] = ()
+    if tightened is not None:
+        norm = Normalizer(TightBounds(tightened, deadline, strict=True), deadline)
+        normalized = tuple(f for f in (norm.formula(f) for f in facts) if f != F.TRUE)
+        for name, count in norm.fired.items():
+            fired[name] = fired.get(name, 0) + count
+    return _FactsReduced(tuple(subs), eliminated, introduced, tuple(facts), frozenset(own), tightened,
+                         normalized, fired)
+
+
+def _reduce(problem: Problem, reduced: _FactsReduced, deadline: Deadline | None) -> Reduction:
+    """Steps 1 and 2 for one question: its goal under what the facts gave."""
+    ranges = {s: r for s, r in problem.ranges.items() if s not in reduced.eliminated}
+    ranges.update(reduced.introduced)
+    goal = problem.goal
+    for x, replacement in reduced.substitutions:
+        goal = F.substitute(goal, {x: replacement})
+    subs = list(reduced.substitutions)
+    fired = dict(reduced.fired)
+    facts = reduced.facts
+    # the facts mention none of the goal's other symbols, so tightening leaves those ranges as they are
+    syms = set(goal.free_symbols) | reduced.symbols
+    if reduced.tightened is None:
+        reduced_problem = Problem(goal, facts, tuple(sorted(syms, key=lambda s: s.name)),
+                                  {s: ranges.get(s, (None, None)) for s in syms})
+        return Reduction(reduced_problem, problem, subs, fired, infeasible=True)
+    tightened = {s: ranges.get(s, (None, None)) for s in syms}
+    tightened.update(reduced.tightened)
     norm = Normalizer(TightBounds(tightened, deadline, strict=True), deadline)
     goal = norm.formula(goal)
-    facts = [f for f in (norm.formula(f) for f in facts) if f != F.TRUE]
     for name, count in norm.fired.items():
         fired[name] = fired.get(name, 0) + count
-    syms = set(goal.free_symbols).union(*(f.free_symbols for f in facts)) | set(tightened)
+    normalized = reduced.normalized
+    syms = set(goal.free_symbols).union(*(f.free_symbols for f in normalized)) | set(tightened)
     ordered = tuple(sorted(syms, key=lambda s: s.name))
     box: dict[Symbol, tuple] = {}
     for s in ordered:
         box[s] = tightened[s] if s in tightened else ranges.get(s, (None, None))
-    reduced = Problem(goal, tuple(facts), ordered, box)
-    infeasible = any(f == F.FALSE for f in facts)
-    return Reduction(reduced, problem, subs, fired, infeasible)
+    result = Problem(goal, normalized, ordered, box)
+    infeasible = any(f == F.FALSE for f in normalized)
+    return Reduction(result, problem, subs, fired, infeasible)
 
 
 def _describe(fired: dict[str, int]) -> str:
