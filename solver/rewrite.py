@@ -124,9 +124,9 @@ def reduce_problem(problem: Problem, deadline: Deadline | None = None,
 
 @dataclass(frozen=True)
 class _FactsReduced:
-    """What a problem's facts give whatever its goal: the substitutions they define, the ranges that
-    changes (symbols eliminated, symbols introduced), and the remaining facts normalized over their
-    tightened ranges (None: no point satisfies them)."""
+    """What a problem's facts give whatever its goal: the substitutions they define, the change of
+    symbols that makes (eliminated, introduced), and the remaining facts normalized over their tightened
+    ranges (``tightened`` None: no point satisfies them)."""
 
     substitutions: tuple[tuple[Symbol, Expr], ...]
     eliminated: frozenset[Symbol]

@@ -346,6 +346,8 @@ class EngineShapeEnv(TorchShapeEnv):
         return sum(len(v) for v in self.deferred_runtime_asserts.values())
 
     def _mirror_guards(self, before: int) -> None:
+        if before == len(self.guards):
+            return                     # most questions add no guard (and ``range`` is patched while tracing)
         if self._producing_guards:
             # torch enforcing declared input equalities: they stay torch's input checks
             return
