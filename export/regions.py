@@ -72,9 +72,9 @@ class Trace:
     ranges: dict[Symbol, tuple]        # canonical variable -> range reasoning starts from
     declared: dict[Symbol, tuple]      # canonical variable -> range the user declared (what programs accept)
     seconds: float
+    started_from: ModuleState          # the model's attributes when it began (later traces start there too)
     symbols: dict[Symbol, Expr] = field(default_factory=dict)   # torch symbol -> canonical term
     branches: list[F.Formula] = field(default_factory=list)      # the region's guards from Python branches
-    started_from: ModuleState | None = None                       # the model's attributes when it began
 
     @cached_property
     def terms(self) -> ProgramTerms:
@@ -268,7 +268,7 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
         _set_checks(program, getattr(program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE) + derived_dim_checks(sizes))
         label_size_asserts(program, torch_env.size_tracker)
     return Trace(point, engine, torch_env, program, failure, report, region, sizes, ranges, declared, seconds,
-                 symbols, [g for g, branch in parts or () if branch], started_from)
+                 started_from, symbols, [g for g, branch in parts or () if branch])
 
 
 # ---------------------------------------------------------------------------- inputs at a point
@@ -471,8 +471,7 @@ def _where_the_model_fails(model, args, kwargs, first: Trace) -> tuple[dict, Exc
         if time.perf_counter() > until:
             break
         sizes = input_sizes(first.sizes, {**first.point, **point})
-        if first.started_from is not None:
-            first.started_from.restore()
+        first.started_from.restore()
         failure = failure_at(model, *inputs_at(model, args, kwargs, sizes))
         if failure is not None:
             return point, failure
