@@ -241,15 +241,17 @@ class ShapeEnv:
         return self.solver.simplify(term, self.ranges, self.timeout)
 
     def statically_known(self, cond, size_oblivious: bool = False,
-                         where: Provenance | None = None) -> bool | None:
+                         where: Provenance | None = None, before_torch: bool = False) -> bool | None:
         """True/False when provable from what is known, else None; never records anything.
 
         The example values (when all sizes have one) satisfy every fact, so only
         the direction they take can be provable: one solver call instead of two.
+        ``before_torch``: the tracer asks before torch's own reasoning had its
+        turn, so a proof is not counted as one torch could not make.
         """
         c = self.knowledge.condition(_as_condition(cond))
-        return self._decide(c, self._hint_truth(c), Purpose.STATIC, size_oblivious or self._oblivious > 0,
-                            where)
+        purpose = Purpose.STATIC_FIRST if before_torch else Purpose.STATIC
+        return self._decide(c, self._hint_truth(c), purpose, size_oblivious or self._oblivious > 0, where)
 
     def known_from_ranges(self, cond, ranges: dict) -> bool | None:
         """True/False when provable from ``ranges`` alone (no learned facts), else None."""

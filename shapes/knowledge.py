@@ -35,13 +35,25 @@ class Knowledge:
         self.replacements: dict[Symbol, Expr] = {}
         self.facts: list[S.Formula] = []
         self.version = 0
+        # a trace asks about the same few hundred terms thousands of times; substituting costs sympy
+        # expansions, so results are kept until the replacements change
+        self._terms: dict[Expr, Expr] = {}
+        self._conditions: dict[S.Formula, S.Formula] = {}
 
     # -- using what is known ---------------------------------------------------
     def term(self, t: Expr) -> Expr:
-        return sympy.expand(t.xreplace(self.replacements)) if self.replacements else t
+        if not self.replacements:
+            return t
+        if t not in self._terms:
+            self._terms[t] = sympy.expand(t.xreplace(self.replacements))
+        return self._terms[t]
 
     def condition(self, f: S.Formula) -> S.Formula:
-        return S.substitute(f, self.replacements)
+        if not self.replacements:
+            return f
+        if f not in self._conditions:
+            self._conditions[f] = S.substitute(f, self.replacements)
+        return self._conditions[f]
 
     def relevant_facts(self, goal: S.Formula) -> tuple[S.Formula, ...]:
         """Facts connected to ``goal`` through shared symbols (transitively): the rest cannot matter."""
@@ -75,6 +87,7 @@ class Knowledge:
         mapping = {sym: replacement}
         self.replacements = {s: sympy.expand(e.xreplace(mapping)) for s, e in self.replacements.items()}
         self.replacements[sym] = replacement
+        self._terms, self._conditions = {}, {}
         lo, hi = ranges.pop(sym, (None, None))
         self.facts = [f for f in (S.substitute(f, mapping) for f in self.facts) if f != S.TRUE]
         for op, bound in ((">=", lo), ("<=", hi)):

@@ -49,6 +49,7 @@ class Purpose(Vocabulary):
     SIZE_OBLIVIOUS = "size_oblivious"      # a framework check, sizes taken as >= 2
     CHECK = "check"                        # torch._check
     STATIC = "static"                      # statically_known: never records anything
+    STATIC_FIRST = "static_first"          # the same, asked before torch's own reasoning was (large terms)
 
 
 @dataclass
@@ -63,3 +64,9 @@ class Query:
     seconds: float = 0.0
     purpose: str = ""      # a ``Purpose``
     where: Provenance | None = None
+
+    @property
+    def asked_before_torch(self) -> bool:
+        """Whether the tracer asked this before torch's own reasoning had its turn (which might have
+        settled it)."""
+        return self.purpose == Purpose.STATIC_FIRST

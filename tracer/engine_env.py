@@ -133,6 +133,23 @@ def _provenance() -> Provenance:
     return capture(op=current_op(), start=sys._getframe(2))
 
 
+# Who answers a static question first.  torch's value-range analysis settles small expressions in
+# well under a millisecond and decides most of them; on large nested ``//``/``%`` terms it takes tens
+# of milliseconds and seldom decides (half of an hf_swin trace), where the engine is faster.
+_TORCH_FIRST_NODES = 20
+
+
+def _smaller_than(expr, limit: int) -> bool:
+    """Whether ``expr`` has fewer than ``limit`` nodes (stops counting at ``limit``)."""
+    count, pending = 0, [expr]
+    while pending:
+        count += 1
+        if count >= limit:
+            return False
+        pending.extend(pending.pop().args)
+    return True
+
+
 class EngineShapeEnv(TorchShapeEnv):
     """torch's ShapeEnv whose undecided questions go to ``engine``, and whose records it mirrors."""
 
@@ -144,6 +161,7 @@ class EngineShapeEnv(TorchShapeEnv):
         self._roots: dict[str, sympy.Symbol] = {}
         self._root_values: dict[str, tuple] = {}   # root Dim name -> (value, source that set it, its DimSpec)
         self._static_memo: dict = {}
+        self._converted: dict = {}
         # guards torch recorded that the engine cannot read (kept as input checks)
         self.unmirrored: list = []
         self.mirrored: set[int] = set()  # indices into self.guards of guards the engine records and judges
@@ -273,37 +291,53 @@ class EngineShapeEnv(TorchShapeEnv):
 
     # -- questions -----------------------------------------------------------------
     def _convert(self, expr):
-        try:
-            return to_condition(expr, rename=self.symbol_map)
-        except UnsupportedExpression:
-            return None
+        # the same expressions come back many times a trace; a conversion depends only on the symbols
+        # mapped so far, which only grow
+        key = (expr, len(self.symbol_map))
+        if key not in self._converted:
+            try:
+                self._converted[key] = to_condition(expr, rename=self.symbol_map)
+            except UnsupportedExpression:
+                self._converted[key] = None
+        return self._converted[key]
 
     # torch declares it an lru_cache wrapper (the annotation of its _lru_cache decorator); the override is
     # a plain method, memoized by the engine's version below
     def _maybe_evaluate_static(  # type: ignore[override]
             self, expr, *, unbacked_only=False, compute_hint=False, size_oblivious=False, axioms=None,
             var_to_range=None):
-        result = super()._maybe_evaluate_static(expr, unbacked_only=unbacked_only, compute_hint=compute_hint,
-                                                size_oblivious=size_oblivious, axioms=axioms,
-                                                var_to_range=var_to_range)
-        if (result is not None or unbacked_only or compute_hint or var_to_range is not None
+        def torch_static():
+            return super(EngineShapeEnv, self)._maybe_evaluate_static(
+                expr, unbacked_only=unbacked_only, compute_hint=compute_hint, size_oblivious=size_oblivious,
+                axioms=axioms, var_to_range=var_to_range)
+
+        if (unbacked_only or compute_hint or var_to_range is not None
                 or not isinstance(expr, sympy.logic.boolalg.Boolean) or not expr.free_symbols):
-            return result
+            return torch_static()
         if self._producing_guards and isinstance(expr, sympy.Eq) and axioms is None:
             # torch enforcing a declared equality between inputs (a shared Dim): the engine knows
             # it by declaration, but torch must record it so the program checks it on its inputs
-            return result
+            return torch_static()
+        torch_first = axioms is not None or _smaller_than(expr, _TORCH_FIRST_NODES)
+        if torch_first:
+            result = torch_static()
+            if result is not None:
+                return result
         key = (expr, size_oblivious, axioms is None, self.engine.knowledge.version, len(self.engine.guards))
         if key not in self._static_memo:
-            self._static_memo[key] = self._engine_static(expr, size_oblivious, ranges_only=axioms is not None)
+            self._static_memo[key] = self._engine_static(expr, size_oblivious, ranges_only=axioms is not None,
+                                                         before_torch=not torch_first)
         decided = self._static_memo[key]
-        return None if decided is None else sympy.true if decided else sympy.false
+        if decided is None:
+            return None if torch_first else torch_static()
+        return sympy.true if decided else sympy.false
 
     # torch's _refine_ranges clears this cache by attribute; keep it reachable on the override (an
     # attribute of the function object, which mypy does not model)
     setattr(_maybe_evaluate_static, "cache_clear", TorchShapeEnv._maybe_evaluate_static.cache_clear)
 
-    def _engine_static(self, expr, size_oblivious: bool, ranges_only: bool) -> bool | None:
+    def _engine_static(self, expr, size_oblivious: bool, ranges_only: bool,
+                       before_torch: bool) -> bool | None:
         cond = self._convert(expr)
         if cond is None:
             return None
@@ -314,7 +348,8 @@ class EngineShapeEnv(TorchShapeEnv):
                 if isinstance(engine_sym, sympy.Symbol) and sym in self.var_to_range:
                     ranges[engine_sym] = bounds_of(self.var_to_range[sym])
             return self.engine.known_from_ranges(self.engine.knowledge.condition(cond), ranges)
-        return self.engine.statically_known(cond, size_oblivious=size_oblivious, where=_provenance())
+        return self.engine.statically_known(cond, size_oblivious=size_oblivious, where=_provenance(),
+                                            before_torch=before_torch)
 
     def evaluate_expr(self, orig_expr, hint=None, fx_node=None, size_oblivious=False, fallback_value=None, *,
                       forcing_spec=False):
