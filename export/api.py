@@ -47,11 +47,8 @@ class ExportResult:
 
     @property
     def discharged(self) -> list[Query]:
-        """Questions the engine settled by proof (each one a guard torch would otherwise have recorded).
-
-        Questions the engine answered before torch's reasoning was asked are left out: torch might
-        have settled them itself."""
-        return [q for q in self.engine.queries if q.status == "proven" and not q.asked_before_torch]
+        """Questions the engine proved that torch's reasoning left open (``ShapeEnv.discharged``)."""
+        return self.engine.discharged
 
 
 def _data_dependent_cause(exc: BaseException | None) -> TorchDataDependentError | None:

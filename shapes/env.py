@@ -490,6 +490,13 @@ class ShapeEnv:
         return DataDependentError("\n".join(lines), text, origins, suggestions, where)
 
     # --------------------------------------------------------------- reporting
+    @property
+    def discharged(self) -> list[Query]:
+        """Questions settled by proof that torch's own reasoning left open (each one a guard torch would
+        otherwise have recorded); those asked before torch had its turn are left out, as torch might have
+        settled them itself."""
+        return [q for q in self.queries if q.status == "proven" and not q.asked_before_torch]
+
     def produce_guards(self, strategy=None, timeout: float | None = None):
         """Check every guard against the declared ranges; see ``report.GuardReport``.
 

@@ -204,7 +204,7 @@ def render_html(env, report: GuardReport, *, title: str, model: str = "", export
     ``failure`` the text of the error torch raised, if any; ``notes`` what the
     export wants the reader to know (specializations, regions, input checks).
     """
-    discharged = [q for q in env.queries if q.status == "proven"]
+    discharged = env.discharged
     cards = _cards(env, report)
     took = "" if seconds is None else f" {'in' if exported else 'after'} {seconds:.2f} s"
     return _TEMPLATES.get_template("report.html.j2").render(
