@@ -72,6 +72,8 @@ def main(argv=None) -> int:
     print(f"\nGuards discharged by the engine (questions torch's own reasoning left open): {len(discharged)}")
     print("  by strategy: " + ", ".join(f"{name} {count}" for name, count in by.most_common()))
     print(discharged_table(result.engine, discharged))
+    first = [q for q in result.engine.queries if q.asked_before_torch and q.status == "proven"]
+    print(f"Questions on large terms the engine proved before torch's reasoning was asked: {len(first)}")
     kept = result.report.kept_guards
     print(f"\nGuards left for the program to check at run time: {len(kept)}")
     for guard in kept:
