@@ -110,15 +110,18 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
                 return result(_serving(search), search)
             if search.covered and split:
                 return result(split_program(model, first, search), search)
-            narrowing = None
+            narrowing, unfinished = None, None
             if not split and len(search.traces) > 1:
-                # without a budget of the caller's, narrowing may take as long again as the export so far:
-                # a failing export reports within about twice its own time
+                # without a budget of the caller's, narrowing may take as long again as the export so far,
+                # and a few traces (a failing export reports within about twice its own time); with one,
+                # the budget alone bounds it
                 now = time.perf_counter()
                 until = stop_at if stop_at is not None else now + (now - start)
-                narrowing = widest_single_program(model, args, kwargs, spec, first, search, strategy=strategy,
-                                                  timeout=timeout, options=options, stop_at=until)
-            raise error(_region_notes(search, split), search.regions, narrowing) from first.failure
+                narrowing, unfinished = widest_single_program(
+                    model, args, kwargs, spec, first, search, strategy=strategy, timeout=timeout,
+                    options=options, stop_at=until, capped=stop_at is None)
+            notes = _region_notes(search, split) + ([unfinished] if unfinished else [])
+            raise error(notes, search.regions, narrowing) from first.failure
         if first.failure is not None:
             raise first.failure
         notes = _unproven_note(report, strategy) + _unread_note(first)
@@ -184,7 +187,7 @@ def _restriction_notes(engine: ShapeEnv, report: GuardReport, split: bool) -> li
     """
     named = _named_relations(engine, report)
     branches = [v for v in report.restrictions
-                if all(v is not n for n in named) and (v.guard.where is None or v.guard.where.op is None)]
+                if all(v is not n for n in named) and v.guard.from_branch]
     notes = []
     if named:
         notes.append("the program checks these relations between named dims on its inputs (as torch.export "
@@ -258,7 +261,9 @@ def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, d
     the answer is what the traces so far support (the error says so).
     Without ``split``, a failed search then looks for the widest range one
     program serves, verified (``error.narrowing``; ``suggest_dynamic_shapes``
-    applies it), within ``time_budget``, else about the time spent so far.
+    applies it), within ``time_budget``, else within about the time spent so
+    far and a few traces; when that runs out while verifying a wider range,
+    the error names it and asks for a larger ``time_budget``.
     ``progress=True`` shows the search's traces on stderr (needs tqdm).
     """
     deferred = prefer_deferred_runtime_asserts_over_guards

@@ -85,7 +85,7 @@ def _kept(fixes: list[Fix]) -> float:
 
 class _Narrower:
     def __init__(self, model, args, kwargs, spec, first: Trace, search: RegionSearch, *, strategy, timeout,
-                 options, stop_at):
+                 options, stop_at, max_traces):
         self.model, self.args, self.kwargs, self.spec = model, args, kwargs, spec
         assert search.programs is not None, "search_regions groups the traces it made"
         self.first, self.programs = first, search.programs
@@ -93,7 +93,7 @@ class _Narrower:
         self.strategy, self.timeout, self.options, self.stop_at = strategy, timeout, options, stop_at
         self.box = search.box
         self.added = 0
-        self.max_added = len(first.report.violations) + TRACES_PER_REGION
+        self.max_added = max_traces
         canon = canonical(first.engine)
         self.guards = [(v, F.substitute(v.lifted, canon)) for v in first.report.violations]
 
@@ -113,7 +113,7 @@ class _Narrower:
 
     def spent(self) -> bool:
         out_of_time = self.stop_at is not None and time.perf_counter() + self.trace_cost() > self.stop_at
-        return self.added >= self.max_added or out_of_time
+        return out_of_time or (self.max_added is not None and self.added >= self.max_added)
 
     def trace_at(self, counterexample: dict) -> Trace | None:
         if self.spent():
@@ -195,33 +195,54 @@ class _Narrower:
 
 
 def widest_single_program(model, args, kwargs, spec, first: Trace, search: RegionSearch, *, strategy: str,
-                          timeout: float, options: dict | None, stop_at: float | None) -> Narrowing | None:
+                          timeout: float, options: dict | None, stop_at: float | None,
+                          capped: bool = True) -> tuple[Narrowing | None, str | None]:
     """The widest verified spec restriction under which the first trace's program serves every input.
 
-    Takes at most one trace per violated guard plus ``TRACES_PER_REGION``, and
-    none when that many traces, at the search's mean cost, would overrun ``stop_at``.
-    None when the violations are not all input-dim guards, when no joint fix
-    exists, when the budget (those traces, or ``stop_at``) runs out, or when
-    a trace inside the fix's box needs another program.
+    No trace starts when it would overrun ``stop_at`` (at the search's mean
+    cost per trace); ``capped`` also bounds the traces to one per violated
+    guard plus ``TRACES_PER_REGION`` (without a budget of the caller's).
+    Returns the narrowing, else None: when the violations are not all
+    input-dim guards, when no joint fix exists or it is no wider than the
+    first trace's own, when the budget runs out, or when a trace inside the
+    fix's box needs another program.  The second value is a note when the
+    budget ran out before a wider candidate was found or verified (the caller
+    may give more).
     """
     start = time.perf_counter()
+    max_traces = len(first.report.violations) + TRACES_PER_REGION if capped else None
     narrower = _Narrower(model, args, kwargs, spec, first, search, strategy=strategy, timeout=timeout,
-                         options=options, stop_at=stop_at)
+                         options=options, stop_at=stop_at, max_traces=max_traces)
     inputs = set(canonical(first.engine).values())
     if (not narrower.guards or any(t.region is None for t in narrower.traces)
             or any(not g.free_symbols <= inputs for _, g in narrower.guards)):
-        return None
+        return None, None
     if stop_at is not None and start + narrower.trace_cost() * len(narrower.guards) > stop_at:
-        return None                       # fail fast: trying each guard alone would not fit the budget
+        # fail fast: trying each guard alone would not fit the budget; say what it would take
+        branches = sum(1 for v in first.report.violations if v.guard.from_branch)
+        if not branches:
+            return None, None
+        return None, (f"one program may serve a wider range than these fixes: {branches} of the violated "
+                      "guards are Python branches on sizes, which often choose between code paths that one "
+                      f"program serves (pad branches); looking for it takes at least {len(narrower.guards)} "
+                      f"more traces (about {narrower.trace_cost():.0f} s each here), more than this export's "
+                      "budget: export with a larger time_budget to look for it")
     needed = narrower.genuine()
     if not needed:
-        return None
+        return None, None
     fixes = joint_fixes(first.engine, needed, timeout)
     if not fixes:
-        return None
-    allowed = fix_predicate(fixes)
-    if allowed is None or not narrower.verified(allowed):
-        return None
+        return None, None
     if first.report.combined_fixes is not None and _kept(fixes) <= _kept(first.report.combined_fixes):
-        return None                       # no wider than what the first trace's own guards allow
-    return Narrowing(fixes, narrower.group()[0].point, narrower.added, time.perf_counter() - start)
+        return None, None                 # no wider than what the first trace's own guards allow
+    allowed = fix_predicate(fixes)
+    if allowed is None:
+        return None, None
+    if not narrower.verified(allowed):
+        if not narrower.spent():
+            return None, None             # a point of the box needs another program
+        return None, (f"one program may serve every input with {'; '.join(f.description for f in fixes)}, "
+                      f"but verifying it needs more traces than this export's budget allowed "
+                      f"({narrower.added} more, {time.perf_counter() - start:.1f} s); export with a larger "
+                      "time_budget to verify it")
+    return Narrowing(fixes, narrower.group()[0].point, narrower.added, time.perf_counter() - start), None

@@ -201,7 +201,7 @@ def _region(engine: ShapeEnv, report: GuardReport, canon: dict) -> list[tuple[F.
         lifted = lift(engine, guard.condition)
         if not lifted.free_symbols <= canon.keys():
             return None
-        parts.append((F.substitute(lifted, canon), guard.where is None or guard.where.op is None))
+        parts.append((F.substitute(lifted, canon), guard.from_branch))
     return parts
 
 

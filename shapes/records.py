@@ -31,6 +31,12 @@ class Guard:
     def kind(self) -> str:
         return "check" if self.from_check else "guard"
 
+    @property
+    def from_branch(self) -> bool:
+        """Asked by Python code on a size (an ``if``), not by an op's shape rule: another value takes
+        another code path rather than failing."""
+        return self.where is None or self.where.op is None
+
 
 @dataclass
 class RuntimeAssert:

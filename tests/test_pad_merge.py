@@ -242,6 +242,24 @@ def test_the_widest_range_over_several_pad_stages_keeps_only_the_genuine_path():
     _check_against_eager(program, model, [(h, 12) for h in heights])
 
 
+def test_without_a_budget_the_widest_range_is_verified_or_named_as_unverified():
+    """Finding and verifying ``H >= 5`` takes a trace per violated guard and per pad class; the default
+    budget (about the export's own time) may stop it at either step: then the error says what it would
+    take (and names the candidate once found), never drops it silently."""
+    model = ClampedTwoStages().eval()
+    with pytest.raises(shapeproof.ExportError) as info:
+        shapeproof.export(model, (torch.randn(2, 8, 12, 4),), dynamic_shapes=({1: Dim("H", min=4, max=40)},))
+    error = info.value
+    candidate = "H = Dim('H', min=5, max=40)"
+    unfinished = [n for n in error.notes if "larger time_budget" in n]
+    if error.narrowing is not None:
+        assert [f.description for f in error.narrowing.fixes] == [candidate] and not unfinished
+    elif "verifying it needs more traces" in str(error):
+        assert len(unfinished) == 1 and candidate in unfinished[0]
+    else:
+        assert len(unfinished) == 1 and "looking for it takes at least" in unfinished[0]
+
+
 def _attend_within_chunks(x, b, n, d):
     """Two-head attention inside each chunk of 8 rows."""
     heads = x.reshape(b, n, 8, 2, d // 2).transpose(2, 3)
