@@ -62,7 +62,7 @@ class ExportError(Exception):
                 lines.append(f"    {dims} declared Dim.DYNAMIC, which export may not fix to one size "
                              "(torch.export fails here too); Dim.AUTO lets export make it static")
             for fix in ex.fixes[:3]:
-                kept = f" (keeps {fix.kept:.0%} of the range)" if fix.kept is not None else ""
+                kept = f" (keeps {fix.share_kept} of the range)" if fix.kept is not None else ""
                 lines.append(f"    fix: {fix.description}{kept}")
         if len(self.violations) > _MAX_LISTED:
             lines.append(f"\n... and {len(self.violations) - _MAX_LISTED} more (see error.violations)")

@@ -94,7 +94,7 @@ class Explanation:
         if self.fixes:
             lines.append("  fixes:")
             for fix in self.fixes:
-                kept = f"  (keeps {fix.kept:.0%} of the declared range)" if fix.kept is not None else ""
+                kept = f"  (keeps {fix.share_kept} of the declared range)" if fix.kept is not None else ""
                 lines.append(f"    - {fix.description}{kept}")
         if self.decided_by:
             lines.append(f"  decided by: {self.decided_by}; engine form: {self.engine_condition}")

@@ -32,6 +32,7 @@ __all__ = ["Fix", "suggest_fixes", "joint_fixes"]
 
 _ENUMERATE_LIMIT = 2_000_000
 _MAX_MODULUS = 64
+_MAX_GUARD_MODULUS = 10 ** 6     # a guard's own divisors (and their lcm) up to this are tried as moduli too
 
 
 class FixKind(Vocabulary):
@@ -60,6 +61,13 @@ class Fix:
     offset: int = 0
     value: int | None = None       # static: the only size that works
     kept: float | None = None      # fraction of the declared range the fix keeps
+
+    @property
+    def share_kept(self) -> str | None:
+        """``kept`` for messages: a percentage, ``under 1%`` rather than a 0% that is not nothing."""
+        if self.kept is None:
+            return None
+        return "under 1%" if 0 < self.kept < 0.005 else f"{self.kept:.0%}"
 
     def to_dict(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -125,10 +133,21 @@ def _interval_fix(guard: S.Formula, sym: Symbol, hint: int, lo, hi, timeout) -> 
     return (a, b) if holds_on(a, b) else None
 
 
+def _moduli(guard: S.Formula, small: int = _MAX_MODULUS) -> list[int]:
+    """Moduli a congruence fix may use, smallest first: ``2..small``, then the guard's own constant divisors
+    and their common multiple (a hop of 320 samples, a stride product of 256), which no small modulus
+    replaces.  A few more questions per guard at most: one per distinct divisor, and the multiple."""
+    constants = S.constant_divisors(side for r in S.relations(guard) for side in (r.lhs, r.rhs))
+    candidates = set(constants) | ({math.lcm(*constants)} if len(constants) > 1 else set())
+    return list(range(2, small + 1)) + sorted(c for c in candidates if small < c <= _MAX_GUARD_MODULUS)
+
+
 def _multiple_fix(guard: S.Formula, sym: Symbol, hint: int, lo, hi, timeout) -> tuple[int, int] | None:
     """Smallest ``m`` such that the guard holds on every ``x == hint (mod m)`` in range."""
-    for m in range(2, _MAX_MODULUS + 1):
+    for m in _moduli(guard):
         r = hint % m
+        if lo is not None and hi is not None and lo + (r - lo) % m + m > hi:
+            continue                       # one value left in range: that is a static dim, not a multiple
         congruent = S.eq(Mod(sym, m), r)
         if _holds(guard, {sym: (lo, hi)}, facts=(congruent,), timeout=timeout):
             return m, r
@@ -287,7 +306,7 @@ def _congruence_search(env: EnvView, guard: S.Formula, states: dict, timeout: fl
                   key=lambda s: s.name)
     for size in range(1, len(syms) + 1):
         for subset in itertools.combinations(syms, size):
-            for m in range(2, 17):
+            for m in _moduli(guard, small=16):
                 trial = dict(states)
                 for s in subset:
                     state = _DimState(states[s].lo, states[s].hi)

@@ -35,7 +35,7 @@ from .parse import Limits, ParseError, parse, parse_condition, parse_term
 from .problem import Deadline, Problem
 from .solver import DEFAULT_TIMEOUT, Solver
 from .strategy import Outcome, Strategy, check_counterexample, proven, refuted, sample_points, unknown
-from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, divisors, symbol, term_str
+from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, constant_divisors, divisors, symbol, term_str
 from .verdict import Status, Verdict, Vocabulary
 
 evaluate = evaluate_term
@@ -49,7 +49,8 @@ __all__ = [
     "parse", "parse_condition", "parse_term", "ParseError", "Limits",
     "Formula", "Rel", "And", "Or", "Const", "TRUE", "FALSE", "rel", "eq", "ne", "lt", "le", "gt", "ge",
     "conj", "disj", "neg", "iff", "substitute", "relations", "formula_str",
-    "FloorDiv", "Mod", "CeilDiv", "TruncDiv", "Min", "Max", "symbol", "divisors", "term_str", "floats",
+    "FloorDiv", "Mod", "CeilDiv", "TruncDiv", "Min", "Max", "symbol", "divisors", "constant_divisors",
+    "term_str", "floats",
     "guard_code", "TABLE", "Kind", "Rounding", "Row", "Unmodelled", "row_of", "rows_named",
     # for strategies written elsewhere
     "Strategy", "Outcome", "Problem", "Deadline", "EnumerateStrategy", "proven", "refuted", "unknown",

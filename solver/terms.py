@@ -20,7 +20,7 @@ from .nodes import DIVISION_NODES, CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, a
 
 __all__ = [
     "symbol", "as_term", "is_term", "FloorDiv", "Mod", "CeilDiv", "TruncDiv", "Min", "Max",
-    "DIVISION_NODES", "divisors", "term_str", "trunc_div", "iter_nodes",
+    "DIVISION_NODES", "divisors", "constant_divisors", "term_str", "trunc_div", "iter_nodes",
 ]
 
 
@@ -53,6 +53,17 @@ def divisors(terms: Iterable[Expr]) -> frozenset[Expr]:
         for node in iter_nodes(term):
             if isinstance(node, DIVISION_NODES) and not (node.args[1].is_Integer and node.args[1] != 0):
                 found.add(node.args[1])
+    return frozenset(found)
+
+
+def constant_divisors(terms: Iterable[Expr]) -> frozenset[int]:
+    """The constant divisors (absolute values above 1) of the division nodes in ``terms``: the periods with
+    which their values repeat (``L // 320`` steps every 320)."""
+    found = set()
+    for term in terms:
+        for node in iter_nodes(term):
+            if isinstance(node, DIVISION_NODES) and node.args[1].is_Integer and abs(node.args[1]) > 1:
+                found.add(abs(int(node.args[1])))
     return frozenset(found)
 
 

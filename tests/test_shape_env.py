@@ -245,6 +245,29 @@ def test_joint_fix_raises_minimums_where_no_congruence_helps():
         ("H", "range", 36, 256), ("W", "range", 36, 256)]
 
 
+def test_a_congruence_fix_uses_the_guards_own_large_divisor():
+    # EnCodec pads audio to whole frames of 320 samples: `L >= 320 * ceil(L / 320)` holds only on multiples
+    # of 320, a modulus no small one replaces; with `ceil(L / 320) > 6` the two make one derived dim
+    env = ShapeEnv()
+    length = dim(env, 4800, "x.size(2)", declared=(1, 48000), name="L")
+    env.evaluate(f"{length} >= -320*((-{length}) // 320)")
+    env.evaluate(f"6 < -((-{length}) // 320)")
+    report = env.produce_guards()
+    frames, enough = report.violations
+    assert [(f.kind, f.modulus, f.remainder, f.min, f.max) for f in frames.fixes if f.kind == "multiple"] == [
+        ("multiple", 320, 0, 1, 150)]
+    shown = "L = 320*Dim('L_320', min=1, max=150)  (keeps under 1% of the declared range)"
+    assert shown in env.explain(frames).text
+    assert [(f.dim, f.kind, f.modulus, f.remainder, f.min, f.max) for f in report.combined_fixes] == [
+        ("L", "multiple", 320, 0, 7, 150)]
+    # a multiple that leaves one size in range is no multiple: a 3-wide range gets no modulus-4 fix
+    env = ShapeEnv()
+    n = dim(env, 8, "x.size(0)", declared=(6, 9), name="N")
+    env.evaluate(f"({n} % 4) == 0")
+    (violation,) = env.produce_guards().violations
+    assert [f.kind for f in violation.fixes] == ["static"]
+
+
 def test_joint_fix_combines_congruences_of_one_dim():
     # Swin's pads at each stage: patches of 4, windows of 4 patches, windows of 4 after merging 2x2
     env = ShapeEnv()
