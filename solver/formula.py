@@ -18,6 +18,7 @@ relations (``not a < b`` is ``a >= b``, same divisors), so only ``Rel``,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterable, Iterator, cast
 
 import sympy
@@ -53,7 +54,10 @@ class _FormulaBase:
     def __invert__(self) -> "Formula":
         return neg(cast("Formula", self))
 
-    @property
+    # formulas are immutable and their terms can be large (nested pad arithmetic): sympy walks a whole
+    # term for its symbols on every call, so each formula remembers its own (in its ``__dict__``, which
+    # equality and hashing ignore)
+    @cached_property
     def free_symbols(self) -> frozenset[Symbol]:
         return frozenset().union(*(r.free_symbols for r in relations(cast("Formula", self))))
 
@@ -87,7 +91,7 @@ class Rel(_FormulaBase):
     rhs: Expr
     divisors: frozenset = frozenset()
 
-    @property
+    @cached_property
     def free_symbols(self) -> frozenset[Symbol]:
         syms = set(self.lhs.free_symbols) | set(self.rhs.free_symbols)
         for d in self.divisors:
