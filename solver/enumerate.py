@@ -4,7 +4,12 @@ Complete on bounded boxes: a proof when no point fails, otherwise the
 counterexample that comes first in lexicographic order of the symbols (sorted
 by name), i.e. the smallest.  Evaluation is vectorized with numpy int64 in
 chunks, which makes a 4k-point single-symbol guard cost about 0.1 ms, 20-50x
-less than an SMT call (measured in ../shared/research).  numpy's ``//`` and
+less than an SMT call (measured in ../shared/research).  The box is a grid
+with one axis per symbol, and each symbol's values an array along its own
+axis, so numpy broadcasting evaluates every subterm over the symbols it
+mentions only: a term in ``H`` costs one value per ``H``, however many other
+dims the facts bring into the box (a Swin trace asks over a thousand
+questions of one dim's pads over a 90,000-point box of three dims).  numpy's ``//`` and
 ``%`` on integers follow Python's floor semantics; division by zero is masked
 out through the relation's divisors.  Where a value that matters could leave
 int64 the box is refused (UNKNOWN) rather than decided from wrapped values.
@@ -19,6 +24,7 @@ rounded value leaves int64.
 from __future__ import annotations
 
 import threading
+import math
 from collections import OrderedDict
 
 import numpy as np
@@ -75,9 +81,9 @@ class _Vectorized:
         self.bad: dict[Expr, np.ndarray] = {}       # float wrapper -> lanes where Python raises
 
     def nbytes(self) -> int:
-        """About what its memos hold: a value and a magnitude array (8 bytes a lane each) per node."""
-        lanes = len(next(iter(self.env.values()))) if self.env else 1
-        return (len(self.memo) + len(self.float_memo) + len(self.bad)) * lanes * 16
+        """What its memos hold (each array only as large as the axes of its node's symbols)."""
+        arrays = [a for pair in (*self.memo.values(), *self.float_memo.values()) for a in pair]
+        return sum(np.asarray(a).nbytes for a in (*arrays, *self.bad.values()))
 
     def term(self, t: Expr):
         """Exact int64 value of ``t`` (raises ``_Overflow`` if it may not fit)."""
@@ -186,47 +192,51 @@ class _Vectorized:
         self.bad[node] = bad
         return np.asarray(value).astype(np.int64)
 
-    def truth(self, f: F.Formula, size: int) -> tuple[np.ndarray, np.ndarray]:
-        """Masks of the points where ``f`` is (defined and true, defined and false)."""
+    def truth(self, f: F.Formula, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """Masks of the points where ``f`` is (defined and true, defined and false), of ``shape``."""
+        true, false = self._truth(f)
+        return np.broadcast_to(true, shape), np.broadcast_to(false, shape)
+
+    def _truth(self, f: F.Formula):
+        """``truth`` over the axes of ``f``'s own symbols (masks that broadcast to the box)."""
         if isinstance(f, F.Const):
-            full = np.full(size, f.value)
-            return full, ~full
+            return np.bool_(f.value), np.bool_(not f.value)
         if isinstance(f, F.Rel):
-            defined = np.ones(size, dtype=bool)
+            defined = np.bool_(True)
             for d in f.divisors:
-                defined &= np.broadcast_to(self.term(d) != 0, (size,))
+                defined = defined & (self.term(d) != 0)
             (lhs, lhs_mag), (rhs, rhs_mag) = self._pair(f.lhs), self._pair(f.rhs)
             if self.bad:
                 for t in (f.lhs, f.rhs, *f.divisors):
-                    defined &= ~np.broadcast_to(self._bad_in(t), (size,))
+                    defined = defined & ~self._bad_in(t)
             if not np.all(lhs_mag + rhs_mag < _SAFE_MAGNITUDE):
                 raise _Overflow(f)
             with np.errstate(over="ignore"):
-                holds = np.broadcast_to(f.holds_for(lhs - rhs), (size,))
+                holds = f.holds_for(lhs - rhs)
             return defined & holds, defined & ~holds
         # Python's left-to-right and/or: a later operand decides only where the earlier ones let it.
         stop_true = isinstance(f, F.Or)
-        decided_true, decided_false = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
-        going = np.ones(size, dtype=bool)
+        decided_true, decided_false = np.bool_(False), np.bool_(False)
+        going = np.bool_(True)
         for a in f.args:
-            t, fl = self.truth(a, size)
+            t, fl = self._truth(a)
             if stop_true:
-                decided_true |= going & t
+                decided_true = decided_true | (going & t)      # not in place: the axes may grow
                 going = going & fl
             else:
-                decided_false |= going & fl
+                decided_false = decided_false | (going & fl)
                 going = going & t
         if stop_true:
             return decided_true, going
         return going, decided_false
 
 
-    def failing(self, problem: Problem, size: int) -> np.ndarray:
-        """Lanes where every fact holds and the goal is not true: the problem's counterexamples."""
-        facts_hold = np.ones(size, dtype=bool)
+    def failing(self, problem: Problem, shape: tuple) -> np.ndarray:
+        """Points where every fact holds and the goal is not true: the problem's counterexamples."""
+        facts_hold = np.bool_(True)
         for fact in problem.facts:
-            facts_hold &= self.truth(fact, size)[0]
-        return facts_hold & ~self.truth(problem.goal, size)[0]
+            facts_hold = facts_hold & self._truth(fact)[0]
+        return np.broadcast_to(facts_hold & ~self._truth(problem.goal)[0], shape)
 
 
 class EnumerateStrategy(Strategy):
@@ -235,7 +245,7 @@ class EnumerateStrategy(Strategy):
     name = "enumerate"
     decides_floats = True
 
-    def __init__(self, max_points: int = 4_000_000, chunk: int = 1 << 16):
+    def __init__(self, max_points: int = 4_000_000, chunk: int = 1 << 18):
         self.max_points = max_points
         self.chunk = chunk
         # evaluators of recent chunks, by box and chunk: the guards of one trace share their box and most
@@ -280,31 +290,42 @@ class EnumerateStrategy(Strategy):
                            "enumerates")
         if not _in_int64(problem.ranges.values()):
             return unknown("the box reaches past int64")
-        lows = [problem.ranges[s][0] for s in problem.symbols]
-        shape = tuple(problem.ranges[s][1] - lo + 1 for s, lo in zip(problem.symbols, lows)) or (1,)
-        for start in range(0, size, self.chunk):
+        symbols = problem.symbols
+        lows = [problem.ranges[s][0] for s in symbols]
+        counts = [problem.ranges[s][1] - lo + 1 for s, lo in zip(symbols, lows)]
+        rest = math.prod(counts[1:])
+        step = max(1, self.chunk // rest) if symbols else 1     # rows of the first axis per chunk
+        for start in range(0, counts[0] if symbols else 1, step):
             if deadline.expired():
-                return unknown(f"out of time after {start} of {size} points")
-            flat = np.arange(start, min(size, start + self.chunk), dtype=np.int64)
+                return unknown(f"out of time after {start * rest} of {size} points")
+            rows = min(step, counts[0] - start) if symbols else 1
+            shape = (rows, *counts[1:]) if symbols else (1,)
 
-            def make_env(flat=flat):
-                coords = np.unravel_index(flat, shape)
-                return {s: (c + lo).astype(np.int64) for s, c, lo in zip(problem.symbols, coords, lows)}
+            def make_env(start=start, rows=rows):
+                return {s: _axis(lo + (start if i == 0 else 0), rows if i == 0 else n, i, len(symbols))
+                        for i, (s, lo, n) in enumerate(zip(symbols, lows, counts))}
 
-            key = (tuple((s, problem.ranges[s]) for s in problem.symbols), start, self.chunk)
+            key = (tuple((s, problem.ranges[s]) for s in symbols), start, step)
             vec = self._evaluator(key, make_env)
-            env = vec.env
             try:
-                failing = vec.failing(problem, len(flat))
+                failing = vec.failing(problem, shape)
             except _Overflow:
                 return unknown("intermediate values exceed int64")
             finally:
                 self._forget_if_large()
             if failing.any():
-                i = int(np.argmax(failing))
-                point = {s: int(env[s][i]) for s in problem.symbols}
+                where = np.unravel_index(int(np.argmax(failing)), shape)
+                point = {s: lo + int(c) + (start if i == 0 else 0)
+                         for i, (s, lo, c) in enumerate(zip(symbols, lows, where))}
                 return refuted(point, f"smallest counterexample among {size} points")
         return proven(f"checked all {size} points")
+
+
+def _axis(lo: int, count: int, axis: int, ndim: int) -> np.ndarray:
+    """``lo, lo+1, ..., lo+count-1`` along ``axis`` of an ``ndim``-dimensional grid (length 1 elsewhere)."""
+    shape = [1] * ndim
+    shape[axis] = count
+    return np.arange(lo, lo + count, dtype=np.int64).reshape(shape)
 
 
 def holds_along(f: F.Formula, sym: Symbol, lo: int, hi: int) -> np.ndarray:
@@ -313,7 +334,7 @@ def holds_along(f: F.Formula, sym: Symbol, lo: int, hi: int) -> np.ndarray:
         raise OverflowError("values exceed int64")
     values = np.arange(lo, hi + 1, dtype=np.int64)
     try:
-        return _Vectorized({sym: values}).truth(f, len(values))[0]
+        return _Vectorized({sym: values}).truth(f, values.shape)[0]
     except _Overflow as e:
         raise OverflowError("values exceed int64") from e
 
@@ -330,7 +351,7 @@ def failing_among(problem: Problem, points: list[dict[Symbol, int]]) -> np.ndarr
         raise OverflowError("coordinates exceed int64")
     env = {s: np.array([p[s] for p in points], dtype=np.int64) for s in problem.symbols}
     try:
-        return _Vectorized(env).failing(problem, len(points))
+        return _Vectorized(env).failing(problem, (len(points),))
     except _Overflow as e:
         raise OverflowError("values exceed int64") from e
 

@@ -178,3 +178,23 @@ def test_a_solver_releases_the_node_values_enumeration_keeps():
     again = solver.prove("(H // 7) * (W // 7) >= 2", ranges={"H": (1, 300), "W": (1, 200)})
     assert (first.status, first.counterexample) == (Status.REFUTED, {"H": 1, "W": 1})
     assert again.refuted and again.counterexample == {"H": 1, "W": 1}
+
+
+def test_enumeration_evaluates_each_subterm_over_its_own_symbols_only():
+    """The box is a grid with an axis per symbol: a pad term in ``H`` is computed once per ``H`` even when
+    facts over ``W`` and ``B`` make the box 7 x 57 x 225 points (a Swin trace asks a thousand such
+    questions); the smallest counterexample is still the first in the box's order."""
+    strategy = EnumerateStrategy()
+    ranges = {"B": (1, 7), "H": (8, 64), "W": (32, 256)}
+    facts = ("W % 4 == 0 or B > 0", "min(H, W // 4) >= 8")
+    pad = "(4 - ((H + 1) // 2) % 4) % 4"
+    proven_ = prove(f"{pad} < 4", ranges=ranges, facts=facts, strategy=strategy)
+    assert proven_.status is Status.PROVEN
+    sizes: dict = {}
+    for vec in strategy._recent.values():
+        for term, (values, _) in vec.memo.items():
+            sizes.setdefault(frozenset(s.name for s in term.free_symbols), set()).add(values.size)
+    assert sizes[frozenset({"H"})] == {57} and sizes[frozenset({"W"})] == {225}
+    assert sizes[frozenset({"B"})] == {7} and sizes[frozenset({"H", "W"})] == {57 * 225}
+    refuted_ = prove(f"{pad} != 3 or W > 40", ranges=ranges, facts=facts, strategy=strategy)
+    assert refuted_.status is Status.REFUTED and refuted_.counterexample == {"B": 1, "H": 9, "W": 32}
