@@ -85,6 +85,8 @@ class TorchStrategy(Strategy):
             return unknown(str(exc))
         except ZeroDivisionError:   # torch's sympy functions evaluate a constant zero divisor eagerly
             return unknown("torch cannot reason about a division by zero")
+        except AssertionError as exc:   # torch's canonicalization meets a part its simplification folded
+            return unknown(f"torch's static evaluation fails on it: {exc}")
         if answer is None:
             return unknown("torch's static evaluation left it open")
         if bool(answer):
