@@ -56,6 +56,10 @@ class _SympyWithExactQuotient(types.ModuleType):
 
 
 _view = _SympyWithExactQuotient("sympy")
+# sympy's names as the view's own attributes: torch reads ``sympy.Add`` and the like on every size operation,
+# and a module ``__getattr__`` is only the slow fallback of a failed lookup
+_view.__dict__.update({name: value for name, value in vars(sympy).items()
+                       if not name.startswith("__") and name != "simplify"})
 exact_cancellation = SharedPatch(lambda: setattr(sympy_functions, "sympy", _view),
                                  lambda: setattr(sympy_functions, "sympy", sympy))
 exact_cancellation.__doc__ = "Within: torch's FloorDiv cancels common factors without ``sympy.simplify``."
