@@ -262,8 +262,9 @@ def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, d
     Without ``split``, a failed search then looks for the widest range one
     program serves, verified (``error.narrowing``; ``suggest_dynamic_shapes``
     applies it), within ``time_budget``, else within about the time spent so
-    far and a few traces; when that runs out while verifying a wider range,
-    the error names it and asks for a larger ``time_budget``.
+    far and a few traces; when that runs out before it has found or verified
+    a wider range, the error says so (naming the candidate once found) and
+    what a larger ``time_budget`` would be for.
     ``progress=True`` shows the search's traces on stderr (needs tqdm).
     """
     deferred = prefer_deferred_runtime_asserts_over_guards

@@ -9,10 +9,12 @@ with one axis per symbol, and each symbol's values an array along its own
 axis, so numpy broadcasting evaluates every subterm over the symbols it
 mentions only: a term in ``H`` costs one value per ``H``, however many other
 dims the facts bring into the box (a Swin trace asks over a thousand
-questions of one dim's pads over a 90,000-point box of three dims).  numpy's ``//`` and
-``%`` on integers follow Python's floor semantics; division by zero is masked
-out through the relation's divisors.  Where a value that matters could leave
-int64 the box is refused (UNKNOWN) rather than decided from wrapped values.
+questions of one dim's pads over a 90,000-point box of three dims).
+
+numpy's ``//`` and ``%`` on integers follow Python's floor semantics;
+division by zero is masked out through the relation's divisors.  Where a
+value that matters could leave int64 the box is refused (UNKNOWN) rather than
+decided from wrapped values.
 
 Float nodes (``floats.py``) are evaluated in numpy float64, which is IEEE
 double arithmetic as Python's floats are; a lane where Python would raise
@@ -23,8 +25,8 @@ rounded value leaves int64.
 """
 from __future__ import annotations
 
-import threading
 import math
+import threading
 from collections import OrderedDict
 
 import numpy as np
@@ -230,7 +232,6 @@ class _Vectorized:
             return decided_true, going
         return going, decided_false
 
-
     def failing(self, problem: Problem, shape: tuple) -> np.ndarray:
         """Points where every fact holds and the goal is not true: the problem's counterexamples."""
         facts_hold = np.bool_(True)
@@ -292,14 +293,14 @@ class EnumerateStrategy(Strategy):
             return unknown("the box reaches past int64")
         symbols = problem.symbols
         lows = [problem.ranges[s][0] for s in symbols]
-        counts = [problem.ranges[s][1] - lo + 1 for s, lo in zip(symbols, lows)]
+        counts = [problem.ranges[s][1] - lo + 1 for s, lo in zip(symbols, lows)] or [1]   # no symbol: a point
         rest = math.prod(counts[1:])
-        step = max(1, self.chunk // rest) if symbols else 1     # rows of the first axis per chunk
-        for start in range(0, counts[0] if symbols else 1, step):
+        step = max(1, self.chunk // rest)          # rows of the first axis per chunk
+        for start in range(0, counts[0], step):
             if deadline.expired():
                 return unknown(f"out of time after {start * rest} of {size} points")
-            rows = min(step, counts[0] - start) if symbols else 1
-            shape = (rows, *counts[1:]) if symbols else (1,)
+            rows = min(step, counts[0] - start)
+            shape = (rows, *counts[1:])
 
             def make_env(start=start, rows=rows):
                 return {s: _axis(lo + (start if i == 0 else 0), rows if i == 0 else n, i, len(symbols))
