@@ -47,8 +47,7 @@ _OP = {row.cls: row.infix for row in TABLE.values() if row.kind is Kind.COMPARIS
 
 def exact_floats(goal: F.Formula, facts: tuple, ranges: Mapping[Symbol, tuple]) -> tuple[F.Formula, tuple]:
     """``(goal, facts)`` with every float sub-expression that is exact over ``ranges`` made integer."""
-    if not FL.has_floats(t for f in (goal, *facts) for r in F.relations(f)
-                         for t in (r.lhs, r.rhs, *r.divisors)):
+    if not any(r.has_floats for f in (goal, *facts) for r in F.relations(f)):
         return goal, facts
     from .interval import tighten                # interval imports problem, which imports this module
     narrowed = tighten(ranges, facts) or ranges

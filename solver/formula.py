@@ -98,6 +98,13 @@ class Rel(_FormulaBase):
             syms |= d.free_symbols
         return frozenset(syms)
 
+    @cached_property
+    def has_floats(self) -> bool:
+        """Whether a float node occurs in it (``floats.has_floats`` of its terms), remembered like its
+        symbols: every question's facts are asked this again."""
+        from .floats import has_floats           # floats builds on this module
+        return has_floats((self.lhs, self.rhs, *self.divisors))
+
     def holds_for(self, difference: int) -> bool:
         """Whether ``lhs - rhs == difference`` satisfies the relation."""
         return COMPARE[self.op](difference)
@@ -208,6 +215,8 @@ def substitute(f: Formula, mapping: dict) -> Formula:
     if isinstance(f, Const) or not mapping:
         return f
     if isinstance(f, Rel):
+        if f.free_symbols.isdisjoint(mapping):
+            return f                             # nothing to replace: spare sympy's expand of a large term
         divs = frozenset(sympy.expand(d.xreplace(mapping)) for d in f.divisors)
         return rel(f.op, sympy.expand(f.lhs.xreplace(mapping)), sympy.expand(f.rhs.xreplace(mapping)), divs)
     return (conj if isinstance(f, And) else disj)(*(substitute(a, mapping) for a in f.args))

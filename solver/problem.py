@@ -10,7 +10,6 @@ from sympy import Symbol
 
 from . import formula as F
 from .exact_floats import exact_floats
-from .floats import has_floats
 from .parse import parse_condition
 from .terms import symbol
 
@@ -71,8 +70,7 @@ class Problem:
     @cached_property
     def has_floats(self) -> bool:
         """Whether a float node is left (one that ``exact_floats`` could not make exact)."""
-        return has_floats(t for f in (self.goal, *self.facts) for r in F.relations(f)
-                          for t in (r.lhs, r.rhs, *r.divisors))
+        return any(r.has_floats for f in (self.goal, *self.facts) for r in F.relations(f))
 
     @cached_property
     def empty(self) -> bool:
