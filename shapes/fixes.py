@@ -304,9 +304,10 @@ def _congruence_search(env: EnvView, guard: S.Formula, states: dict, timeout: fl
     syms = sorted((s for s in guard.free_symbols if states[s].modulus is None
                    and env.symbols[s].hint is not None),
                   key=lambda s: s.name)
+    moduli = _moduli(guard, small=16)
     for size in range(1, len(syms) + 1):
         for subset in itertools.combinations(syms, size):
-            for m in _moduli(guard, small=16):
+            for m in moduli:
                 trial = dict(states)
                 for s in subset:
                     state = _DimState(states[s].lo, states[s].hi)
