@@ -35,25 +35,50 @@ class Knowledge:
         self.replacements: dict[Symbol, Expr] = {}
         self.facts: list[S.Formula] = []
         self.version = 0
-        # a trace asks about the same few hundred terms thousands of times; substituting costs sympy
-        # expansions, so results are kept until the replacements change
+        # a trace asks about the same few hundred terms thousands of times, and its terms repeat the
+        # same subterms (a pad amount dozens of times in one Swin guard): every subterm is substituted
+        # once, and results are kept until the replacements change
         self._terms: dict[Expr, Expr] = {}
         self._conditions: dict[S.Formula, S.Formula] = {}
 
     # -- using what is known ---------------------------------------------------
     def term(self, t: Expr) -> Expr:
+        """``t`` with the replacements, each product or power they touch expanded (``4*k*(k + 1)``)."""
         if not self.replacements:
             return t
-        if t not in self._terms:
-            self._terms[t] = sympy.expand(t.xreplace(self.replacements))
-        return self._terms[t]
+        done = self._terms.get(t)
+        if done is None:
+            done = self._terms[t] = self._substituted(t)
+        return done
+
+    def _substituted(self, t: Expr) -> Expr:
+        # bottom-up over the term's DAG: sympy's own ``expand(t.xreplace(...))`` walks a shared subterm
+        # once per occurrence, at every one of its hints
+        if not t.args:
+            return self.replacements.get(t, t)
+        args = tuple(self.term(a) for a in t.args)
+        if all(new is old for new, old in zip(args, t.args)):
+            return t
+        rebuilt = t.func(*args)
+        return sympy.expand(rebuilt, deep=False) if isinstance(rebuilt, Expr) else rebuilt
 
     def condition(self, f: S.Formula) -> S.Formula:
         if not self.replacements:
             return f
-        if f not in self._conditions:
-            self._conditions[f] = S.substitute(f, self.replacements)
-        return self._conditions[f]
+        done = self._conditions.get(f)
+        if done is None:
+            done = self._conditions[f] = self._substituted_condition(f)
+        return done
+
+    def _substituted_condition(self, f: S.Formula) -> S.Formula:
+        if isinstance(f, S.Rel):
+            if f.free_symbols.isdisjoint(self.replacements):
+                return f
+            divisors = frozenset(self.term(d) for d in f.divisors)
+            return S.rel(f.op, self.term(f.lhs), self.term(f.rhs), divisors)
+        if isinstance(f, (S.And, S.Or)):
+            return (S.conj if isinstance(f, S.And) else S.disj)(*(self.condition(a) for a in f.args))
+        return f
 
     def relevant_facts(self, goal: S.Formula) -> tuple[S.Formula, ...]:
         """Facts connected to ``goal`` through shared symbols (transitively): the rest cannot matter."""

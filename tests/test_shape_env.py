@@ -280,3 +280,21 @@ def test_joint_fix_combines_congruences_of_one_dim():
     assert len(report.violations) == 4
     assert [(f.dim, f.kind, f.modulus, f.remainder, f.min, f.max) for f in report.combined_fixes] == [
         ("W", "multiple", 32, 0, 2, 8)]
+
+
+def test_knowledge_substitutes_each_shared_subterm_once_and_keeps_the_value():
+    """A pad amount nested stage after stage is one DAG of a few nodes but a tree of millions: the
+    substitution walks the DAG (``sympy.expand(t.xreplace(...))`` walked the tree)."""
+    from shapeproof.shapes.knowledge import Knowledge
+    from shapeproof.solver import FloorDiv, Mod, evaluate_term, symbol
+
+    x, k = symbol("x"), symbol("k")
+    term = x
+    for _ in range(40):                    # each stage halves the size padded to a multiple of 4
+        term = FloorDiv(term + Mod(4 - Mod(term, 4), 4), 2)
+    knowledge = Knowledge()
+    knowledge.eliminate(x, 4 * k, {x: (4, 400), k: (1, 100)})
+    substituted = knowledge.term(term)
+    assert len(knowledge._terms) <= 8 * 40              # each distinct subterm once (a tree: 2**40)
+    for value in (1, 2, 7, 50, 100):                    # (no ``x`` left: evaluating needs only ``k``)
+        assert evaluate_term(substituted, {k: value}) == evaluate_term(term, {x: 4 * value})
