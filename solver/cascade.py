@@ -10,11 +10,13 @@ enumeration covers it decided 4 of 262 questions of ``vit_patch_embed_dyn`` and
 0 of 39 of ``pixel_unshuffle_derived_dim``, at 0.3-2 ms each on their large
 terms); ``probe`` evaluates the low ends of larger boxes (an
 unbounded ``u0 == 0`` fails at 1 in microseconds); ``rewrite`` normalizes
-``//`` and ``%`` and settles many unbounded guards; ``z3`` then works on the
-*rewritten* problem, where the nested pad-to-multiple guards it gives up on in
-their raw form are easy;
-``enumerate`` gets a second, larger budget for boxes too big for the first
-pass (``z3`` leaves it half the time when it can decide the box).  Decided
+``//`` and ``%`` and settles many unbounded guards; ``enumerate`` then takes
+boxes too large for its first pass whose grid is still cheap (``grid_work``:
+a batch dim times two image dims is 350,000 points, but each subterm mentions
+one or two of them); ``z3`` then works on the *rewritten* problem, where the
+nested pad-to-multiple guards it gives up on in their raw form are easy;
+``enumerate`` gets a last, larger budget for boxes too big for the first
+passes (``z3`` leaves it half the time when it can decide the box).  Decided
 verdicts are cached by the query's canonical form (goal, facts, ranges), so a
 guard that recurs across layers is solved once.
 """
@@ -37,6 +39,11 @@ from .verdict import Status, Verdict
 
 __all__ = ["Cascade"]
 
+# array elements an enumeration before z3 may compute on a box of more than 100,000 points: a batch
+# dim times two image dims is 350,000 points, but most subterms mention one or two of them (5-15 ms;
+# z3 takes 20-50 ms on such questions and its first context adds ~30 MB to the process)
+WORK_BEFORE_Z3 = 2_000_000
+
 # a symbol's part of the sub-box where floats are exact: far below 2**53 even through products of two
 _EXACT_SPAN = 2 ** 20
 
@@ -55,6 +62,7 @@ def default_stages(reductions: Reductions) -> list[Strategy]:
         IntervalStrategy(),
         ProbeStrategy(),
         RewriteStrategy(reductions),
+        EnumerateStrategy(max_points=0, max_work=WORK_BEFORE_Z3),
         Simplified(Z3Strategy(), reductions),
         EnumerateStrategy(max_points=4_000_000),
     ]

@@ -39,7 +39,7 @@ from .problem import Deadline, Problem
 from .strategy import Outcome, Strategy, proven, refuted, unknown
 from .terms import iter_nodes
 
-__all__ = ["EnumerateStrategy", "holds_along", "failing_among"]
+__all__ = ["EnumerateStrategy", "holds_along", "failing_among", "grid_work"]
 
 _SAFE_MAGNITUDE = 2.0 ** 62      # half of int64's range: room for float rounding in the magnitude shadow
 _RECENT_BOXES = 4                # chunk evaluators kept between questions
@@ -240,14 +240,42 @@ class _Vectorized:
         return np.broadcast_to(facts_hold & ~self._truth(problem.goal)[0], shape)
 
 
+def grid_work(problem: Problem) -> int | None:
+    """Array elements the grid evaluation computes: each distinct subterm over its own symbols' axes
+    (a relation's truth over the axes of all its symbols), or None for an unbounded box."""
+    if problem.box_size is None:
+        return None
+    counts = {s: max(0, hi - lo + 1) for s, (lo, hi) in problem.ranges.items()}
+    own: dict[Expr, frozenset] = {}
+
+    def symbols_of(t: Expr) -> frozenset:
+        got = own.get(t)
+        if got is None:
+            got = own[t] = (frozenset((t,)) if isinstance(t, Symbol)
+                            else frozenset().union(*(symbols_of(a) for a in t.args)))
+        return got
+
+    work = 0
+    for f in (problem.goal, *problem.facts):
+        for r in F.relations(f):
+            work += math.prod(counts[s] for s in r.free_symbols)
+            for side in (r.lhs, r.rhs, *r.divisors):
+                symbols_of(side)
+    return work + sum(math.prod(counts[s] for s in syms) for syms in own.values())
+
+
 class EnumerateStrategy(Strategy):
-    """Exhaustive check of boxes up to ``max_points`` points."""
+    """Exhaustive check of boxes up to ``max_points`` points, or of larger ones up to ``max_work`` array
+    elements (``grid_work``: a box of many points whose terms each mention few of its symbols)."""
 
     name = "enumerate"
     decides_floats = True
 
-    def __init__(self, max_points: int = 4_000_000, chunk: int = 1 << 18):
+    def __init__(self, max_points: int = 4_000_000, chunk: int = 1 << 18, max_work: int = 0,
+                 max_work_points: int = 4_000_000):
         self.max_points = max_points
+        self.max_work = max_work
+        self.max_work_points = max_work_points
         self.chunk = chunk
         # evaluators of recent chunks, by box and chunk: the guards of one trace share their box and most
         # subterms (Swin's view sizes recur in hundreds of them), so a node is evaluated once per box
@@ -279,16 +307,26 @@ class EnumerateStrategy(Strategy):
 
     def covers(self, problem: Problem) -> bool:
         """Whether this strategy can decide ``problem`` given time (a box it enumerates, in int64)."""
-        size = problem.box_size
-        return size is not None and size <= self.max_points and _in_int64(problem.ranges.values())
+        return self._too_large(problem) is None and _in_int64(problem.ranges.values())
 
-    def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
+    def _too_large(self, problem: Problem) -> str | None:
         size = problem.box_size
         if size is None:
-            return unknown("a range is unbounded, so the box cannot be enumerated")
-        if size > self.max_points:
-            return unknown(f"the box has {size} points, more than the {self.max_points} this strategy "
-                           "enumerates")
+            return "a range is unbounded, so the box cannot be enumerated"
+        if size <= self.max_points:
+            return None
+        if size <= self.max_work_points and self.max_work:
+            work = grid_work(problem)
+            if work is not None and work <= self.max_work:
+                return None
+        return f"the box has {size} points, more than the {self.max_points} this strategy enumerates"
+
+    def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
+        refused = self._too_large(problem)
+        if refused is not None:
+            return unknown(refused)
+        size = problem.box_size
+        assert size is not None
         if not _in_int64(problem.ranges.values()):
             return unknown("the box reaches past int64")
         symbols = problem.symbols

@@ -198,3 +198,25 @@ def test_enumeration_evaluates_each_subterm_over_its_own_symbols_only():
     assert sizes[frozenset({"B"})] == {7} and sizes[frozenset({"H", "W"})] == {57 * 225}
     refuted_ = prove(f"{pad} != 3 or W > 40", ranges=ranges, facts=facts, strategy=strategy)
     assert refuted_.status is Status.REFUTED and refuted_.counterexample == {"B": 1, "H": 9, "W": 32}
+
+
+def test_a_large_box_of_cheap_terms_is_enumerated_before_z3():
+    """350,000 points (a batch dim and two image dims), each subterm over one or two of them: the grid
+    costs far fewer array elements than points times nodes, so the cascade enumerates it instead of
+    asking z3; a box whose grid is costly is still refused by that stage."""
+    from shapeproof.solver.enumerate import grid_work
+
+    ranges = {"B": (2, 8), "H": (32, 256), "W": (32, 256)}
+    goal = "(B % (B*(H // 16)*(W // 16))) != 0"
+    problem = Problem.build(goal, ranges)
+    # three nodes over all of B, H, W (the %, the product, the relation), B, H, W, H // 16, W // 16 over
+    # their own axes, the integers 16 and 0 one element each
+    assert grid_work(problem) == 3 * 7 * 225 ** 2 + 7 + 4 * 225 + 2
+    verdict = Cascade().verdict(problem, Deadline(10.0))
+    assert verdict.status is Status.PROVEN and verdict.strategy == "enumerate"
+
+    capped = EnumerateStrategy(max_points=0, max_work=grid_work(problem) - 1)
+    assert prove(goal, ranges=ranges, strategy=capped).status is Status.UNKNOWN
+    enough = EnumerateStrategy(max_points=0, max_work=grid_work(problem))
+    refuted_ = prove("(B % (B*(H // 32)*(W // 32))) != 0", ranges=ranges, strategy=enough)
+    assert refuted_.status is Status.REFUTED and refuted_.counterexample == {"B": 2, "H": 32, "W": 32}
