@@ -40,9 +40,10 @@ from .verdict import Status, Verdict
 __all__ = ["Cascade"]
 
 # array elements an enumeration before z3 may compute on a box of more than 100,000 points: a batch
-# dim times two image dims is 350,000 points, but most subterms mention one or two of them (5-15 ms;
-# z3 takes 20-50 ms on such questions and its first context adds ~30 MB to the process)
-WORK_BEFORE_Z3 = 2_000_000
+# dim times two image dims is 350,000 points, but most subterms mention one or two of them (about 5 ns
+# an element: 10-40 ms; z3 takes 20-50 ms on such questions and its first context adds ~30 MB to the
+# process)
+WORK_BEFORE_Z3 = 8_000_000
 
 # a symbol's part of the sub-box where floats are exact: far below 2**53 even through products of two
 _EXACT_SPAN = 2 ** 20

@@ -43,7 +43,7 @@ __all__ = ["EnumerateStrategy", "holds_along", "failing_among", "grid_work"]
 
 _SAFE_MAGNITUDE = 2.0 ** 62      # half of int64's range: room for float rounding in the magnitude shadow
 _RECENT_BOXES = 4                # chunk evaluators kept between questions
-_RECENT_BYTES = 32 << 20         # node arrays kept between questions, all boxes together
+_RECENT_BYTES = 16 << 20         # node arrays kept between questions, all boxes together
 
 
 def _union(masks):
@@ -55,6 +55,12 @@ def _union(masks):
 
 class _Overflow(Exception):
     """An intermediate value that floor semantics depend on may lie outside int64."""
+
+
+def _largest(value) -> np.float64:
+    """The largest ``|value|`` (as a double, rounded up: the bound must not fall below it)."""
+    top = np.max(np.abs(value)) if np.size(value) else 0
+    return np.nextafter(np.float64(top), np.inf)
 
 
 def _safe(divisor: np.ndarray) -> np.ndarray:
@@ -69,11 +75,13 @@ class _Vectorized:
     whose true value fits comes out right even if a partial result wrapped;
     only values read by something else (``//``, ``%``, min/max, a comparison,
     a zero test) must truly fit.  Beside each value the evaluator keeps a float
-    *magnitude*: the polynomial with every sign made positive, evaluated on
-    ``|leaves|``, which bounds the true value and is itself computed with only
-    relative rounding error.  A read of a value whose magnitude reaches 2**62
-    in any lane raises ``_Overflow``.  This is checked per point, so it refuses
-    only where values are really large, not where interval bounds merely could be.
+    *magnitude*: the polynomial with every sign made positive, evaluated on the
+    largest ``|value|`` each of its leaves (symbols and non-ring nodes) takes
+    over the chunk, which bounds the true value everywhere there and is itself
+    computed with only relative rounding error.  A read of a value whose
+    magnitude reaches 2**62 raises ``_Overflow``.  The leaves' bounds are the
+    values' own maxima, not interval bounds, so it refuses only where values are
+    really large; and being one number per node, the shadow costs no array.
     """
 
     def __init__(self, env: dict[Symbol, np.ndarray]):
@@ -107,7 +115,7 @@ class _Vectorized:
     def _compute(self, t: Expr):
         if isinstance(t, Symbol):
             value = self.env[t]
-            return value, np.abs(value.astype(np.float64))
+            return value, _largest(value)
         row = row_of(t)
         if row.kind is Kind.RING:
             return self._ring(t, row)
@@ -120,7 +128,7 @@ class _Vectorized:
             if row.divisor is not None:
                 args[row.divisor] = _safe(args[row.divisor])      # those lanes are undefined anyway
             value = row.numpy(*args)
-        return value, np.abs(np.asarray(value).astype(np.float64))
+        return value, _largest(value)
 
     def _ring(self, t: Expr, row):
         """The value and its magnitude shadow, both by the row's ``numpy`` column."""

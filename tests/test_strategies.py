@@ -2,6 +2,7 @@
 import time
 import warnings
 
+import numpy as np
 import pytest
 
 from shapeproof.solver import STRATEGIES, Status, prove
@@ -220,3 +221,6 @@ def test_a_large_box_of_cheap_terms_is_enumerated_before_z3():
     enough = EnumerateStrategy(max_points=0, max_work=grid_work(problem))
     refuted_ = prove("(B % (B*(H // 32)*(W // 32))) != 0", ranges=ranges, strategy=enough)
     assert refuted_.status is Status.REFUTED and refuted_.counterexample == {"B": 2, "H": 32, "W": 32}
+    # the int64 overflow guard keeps one bound per node, not an array beside each value
+    kept = [pair for vec in enough._recent.values() for pair in vec.memo.values()]
+    assert kept and all(np.ndim(magnitude) == 0 for _, magnitude in kept)
