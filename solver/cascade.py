@@ -41,9 +41,9 @@ __all__ = ["Cascade"]
 
 # array elements an enumeration before z3 may compute on a box of more than 100,000 points: a batch
 # dim times two image dims is 350,000 points, but most subterms mention one or two of them (about 5 ns
-# an element: 10-40 ms; z3 takes 20-50 ms on such questions and its first context adds ~30 MB to the
-# process)
-WORK_BEFORE_Z3 = 8_000_000
+# an element: at most ~20 ms where z3 takes 20-60 ms; and at most 32 MB of node arrays while the
+# question lasts, about what z3's first context adds to the process)
+WORK_BEFORE_Z3 = 4_000_000
 
 # a symbol's part of the sub-box where floats are exact: far below 2**53 even through products of two
 _EXACT_SPAN = 2 ** 20
