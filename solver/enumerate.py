@@ -254,21 +254,24 @@ def grid_work(problem: Problem) -> int | None:
     if problem.box_size is None:
         return None
     counts = {s: max(0, hi - lo + 1) for s, (lo, hi) in problem.ranges.items()}
-    own: dict[Expr, frozenset] = {}
-
-    def symbols_of(t: Expr) -> frozenset:
-        got = own.get(t)
-        if got is None:
-            got = own[t] = (frozenset((t,)) if isinstance(t, Symbol)
-                            else frozenset().union(*(symbols_of(a) for a in t.args)))
-        return got
-
+    own: dict[Expr, frozenset] = {}          # each distinct subterm's symbols, children first
     work = 0
     for f in (problem.goal, *problem.facts):
         for r in F.relations(f):
-            work += math.prod(counts[s] for s in r.free_symbols)
-            for side in (r.lhs, r.rhs, *r.divisors):
-                symbols_of(side)
+            sides = (r.lhs, r.rhs, *r.divisors)
+            stack = [(side, False) for side in sides]
+            while stack:                     # iterative: a deep term must not exhaust Python's stack
+                node, children_done = stack.pop()
+                if node in own:
+                    continue
+                if isinstance(node, Symbol) or not node.args:
+                    own[node] = frozenset((node,)) if isinstance(node, Symbol) else frozenset()
+                elif children_done:
+                    own[node] = frozenset().union(*(own[a] for a in node.args))
+                else:
+                    stack.append((node, True))
+                    stack.extend((a, False) for a in node.args if a not in own)
+            work += math.prod(counts[s] for s in frozenset().union(*(own[side] for side in sides)))
     return work + sum(math.prod(counts[s] for s in syms) for syms in own.values())
 
 
@@ -323,11 +326,13 @@ class EnumerateStrategy(Strategy):
             return "a range is unbounded, so the box cannot be enumerated"
         if size <= self.max_points:
             return None
-        if size <= self.max_work_points and self.max_work:
-            work = grid_work(problem)
-            if work is not None and work <= self.max_work:
-                return None
-        return f"the box has {size} points, more than the {self.max_points} this strategy enumerates"
+        if not self.max_work:
+            return f"the box has {size} points, more than the {self.max_points} this strategy enumerates"
+        work = grid_work(problem) if size <= self.max_work_points else None
+        if work is not None and work <= self.max_work:
+            return None
+        return (f"the box has {size} points and its grid {work or 'more'} array elements, more than the "
+                f"{self.max_work} this strategy computes")
 
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
         refused = self._too_large(problem)
