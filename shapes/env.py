@@ -341,8 +341,9 @@ class ShapeEnv:
             ranges[s] = (lo, hi)
         return ranges
 
-    def _solve(self, goal: S.Formula, purpose: Purpose, oblivious: bool, where: Provenance | None) -> Verdict:
-        facts = self.knowledge.relevant_facts(goal)
+    def _solve(self, goal: S.Formula, purpose: Purpose, oblivious: bool, where: Provenance | None,
+               assuming: tuple[S.Formula, ...] = ()) -> Verdict:
+        facts = self.knowledge.relevant_facts(goal) + assuming
         syms = set(goal.free_symbols).union(*(f.free_symbols for f in facts))
         ranges = self._ranges_for(syms, oblivious)
         verdict = self.solver.prove(goal, ranges=ranges, facts=facts, strategy=self.strategy,
@@ -404,7 +405,29 @@ class ShapeEnv:
             for s in replacement.free_symbols:
                 self.graph.add_derivation(eliminated, s)
         elif learned.kind is LearnedKind.FACT:
-            self.knowledge.add_fact(fact, self.ranges)
+            implied = self._implied_divisibility(fact)
+            if implied is None:
+                self.knowledge.add_fact(fact, self.ranges)
+            else:
+                x, c = implied
+                self.knowledge.eliminate(x, c * self._derive(x, c), self.ranges)
+                self._learn(fact)        # what the fact says beyond it, in terms of the quotient
+
+    def _implied_divisibility(self, fact: S.Formula) -> tuple[Symbol, int] | None:
+        """A divisibility ``x % c == 0`` that ``fact`` implies without stating it, proven under what is known.
+
+        Learned like a stated one, it turns every later ``x // c`` into a
+        symbol: the questions that follow ``pixel_unshuffle``'s numel check
+        become algebra instead of z3 queries with ``//`` in their facts.
+        """
+        for x, c in S.divisibility_candidates(fact):
+            info = self.symbols.get(x)
+            if info is None or info.hint is None or info.hint % c:
+                continue                 # the fact holds at the example, so x % c == 0 must too
+            goal = S.eq(S.Mod(x, Integer(c)), Integer(0))
+            if self._solve(goal, Purpose.LEARN, False, None, assuming=(fact,)).proven:
+                return x, c
+        return None
 
     def _derive(self, x: Symbol, c: int) -> Symbol:
         """A symbol ``k`` with ``x == c*k`` (``x`` is divisible by ``c``)."""

@@ -23,7 +23,7 @@ import sympy
 from sympy import Expr, Integer, Symbol
 
 from shapeproof import solver as S
-from shapeproof.solver import Learned, tighten
+from shapeproof.solver import Bounds, Learned, tighten
 
 __all__ = ["Knowledge", "Learned"]
 
@@ -115,8 +115,10 @@ class Knowledge:
         self._terms, self._conditions = {}, {}
         lo, hi = ranges.pop(sym, (None, None))
         self.facts = [f for f in (S.substitute(f, mapping) for f in self.facts) if f != S.TRUE]
-        for op, bound in ((">=", lo), ("<=", hi)):
-            if bound is not None:
+        span = Bounds(ranges)(replacement)   # x = 2*k with k in [2, 256] needs no fact 2*k >= 4
+        for op, bound, implied in ((">=", lo, span is not None and lo is not None and span.lo >= lo),
+                                   ("<=", hi, span is not None and hi is not None and span.hi <= hi)):
+            if bound is not None and not implied:
                 bound_fact = S.rel(op, replacement, Integer(bound))
                 if bound_fact != S.TRUE and not isinstance(bound_fact, S.Const):
                     self.facts.append(bound_fact)

@@ -56,6 +56,7 @@ class Purpose(Vocabulary):
     CHECK = "check"                        # torch._check
     STATIC = "static"                      # statically_known: never records anything
     STATIC_FIRST = "static_first"          # the same, asked before torch's own reasoning was (large terms)
+    LEARN = "learn"                        # whether a new fact implies a divisibility it does not state
 
 
 @dataclass

@@ -8,7 +8,7 @@ This namespace is the solver's public facade, and the only thing the upper
 layers import from it (``tests/test_layers.py`` checks):
 
 * questions: ``prove``, ``simplify``, ``bounds``, ``evaluate``,
-  ``classify_fact``, on a ``Solver`` (one per shape environment) or on the
+  ``classify_fact``, ``divisibility_candidates``, on a ``Solver`` (one per shape environment) or on the
   default one;
 * the language: terms (``symbol``, the node classes, float constructors in
   ``floats``), conditions (``Rel``, ``conj``, ``neg``, ...), the safe parser,
@@ -21,7 +21,7 @@ What each node means is its row of ``nodes.TABLE``.  No torch import anywhere in
 from . import floats
 from .api import DEFAULT_SOLVER, STRATEGIES, bounds, prove, simplify
 from .bounds import Bounds
-from .classify import Learned, LearnedKind, classify_fact
+from .classify import Learned, LearnedKind, classify_fact, divisibility_candidates
 from .enumerate import EnumerateStrategy, holds_along
 from .evaluate import Undefined, evaluate_term, holds, truth
 from .formula import (
@@ -42,7 +42,8 @@ evaluate = evaluate_term
 
 __all__ = [
     # questions
-    "prove", "simplify", "bounds", "evaluate", "classify_fact", "Solver", "DEFAULT_SOLVER", "STRATEGIES",
+    "prove", "simplify", "bounds", "evaluate", "classify_fact", "divisibility_candidates", "Solver",
+    "DEFAULT_SOLVER", "STRATEGIES",
     "DEFAULT_TIMEOUT", "Verdict", "Status", "Vocabulary", "Learned", "LearnedKind", "holds", "truth",
     "evaluate_term", "Undefined", "holds_along", "tighten", "Bounds",
     # the language

@@ -8,6 +8,11 @@ A fact (an equality, after normalization) can be
   occur in ``e`` and no divisor to keep (then ``s`` is substituted away);
 * anything else: a plain fact, kept as a premise.
 
+A plain fact may still imply a divisibility it does not state: the numel
+check of ``pixel_unshuffle(2)``, ``H*W == 4*(H // 2)*(W // 2)``, holds only
+for even ``H`` and ``W``.  ``divisibility_candidates`` names the ones worth
+proving (the caller proves them: it holds the solver and the example values).
+
 ``shapes.Knowledge`` learns from guards with it, and ``rewrite`` reduces a
 query's facts with it, so both recognize exactly the same facts.
 """
@@ -23,9 +28,10 @@ from sympy import Expr, Symbol
 from . import formula as F
 from .bounds import Bounds
 from .normalize import Normalizer
-from .terms import FloorDiv
+from .terms import DIVISION_NODES, FloorDiv, iter_nodes
 
-__all__ = ["LearnedKind", "Learned", "classify_fact", "learned_from", "LEARNABLE_NODES"]
+__all__ = ["LearnedKind", "Learned", "classify_fact", "learned_from", "LEARNABLE_NODES",
+           "divisibility_candidates"]
 
 # Facts worth learning from (``T % 4 == 0``, ``s1 == 2*s0 + 1``) are small; expanding a large
 # one (Swin's reshape guards run to thousands of nodes) can take minutes and teaches nothing.
@@ -60,7 +66,10 @@ def classify_fact(fact: F.Formula, ranges: Mapping[Symbol, tuple], prefer_elimin
     if fact == F.TRUE:
         return Learned(LearnedKind.REDUNDANT)
     if isinstance(fact, F.Rel):
-        found = learned_from(Normalizer(Bounds(ranges)).formula(fact), prefer_eliminating, max_nodes)
+        normal = Normalizer(Bounds(ranges)).formula(fact)
+        if normal == F.TRUE:
+            return Learned(LearnedKind.REDUNDANT)
+        found = learned_from(normal, prefer_eliminating, max_nodes)
         if found is not None:
             return found
     return Learned(LearnedKind.FACT)
@@ -93,6 +102,20 @@ def learned_from(normal: F.Formula, prefer_eliminating: Prefer,
         return None
     chosen = prefer_eliminating(list(candidates))
     return Learned(LearnedKind.SUBSTITUTION, chosen, candidates[chosen]) if chosen is not None else None
+
+
+def divisibility_candidates(fact: F.Formula, max_nodes: int = LEARNABLE_NODES) -> list[tuple[Symbol, int]]:
+    """``(x, c)`` for each ``x // c``, ``x % c`` (or another division) of a symbol by a constant ``c > 1``
+    in a fact of at most ``max_nodes`` nodes, in a stable order: the divisibilities it may imply."""
+    found: set[tuple[Symbol, int]] = set()
+    nodes = (node for side in F.relations(fact) for node in iter_nodes(side.lhs - side.rhs))
+    for count, node in enumerate(nodes, 1):
+        if count > max_nodes:
+            return []
+        if (isinstance(node, DIVISION_NODES) and isinstance(node.args[0], Symbol)
+                and node.args[1].is_Integer and node.args[1] > 1):
+            found.add((node.args[0], int(node.args[1])))
+    return sorted(found, key=lambda pair: (pair[0].name, pair[1]))
 
 
 def _difference(f: F.Formula, max_nodes: int | None) -> Expr | None:

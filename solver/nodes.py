@@ -145,7 +145,8 @@ class _IntNode(_Node):
 
 
 class _Division(_IntNode):
-    """Binary integer division node: folds constants (nonzero divisor) and unit divisors only."""
+    """Binary integer division node: folds constants (nonzero divisor), unit divisors and a constant
+    divisor of every coefficient only (exact: no rounding can occur)."""
 
     __slots__ = ()
 
@@ -159,7 +160,24 @@ class _Division(_IntNode):
                     return folded
             if a.is_Integer and b != 0:
                 return Integer(row.python(int(a), int(b)))
+            if b != 0:
+                quotient = _exact_quotient(a, int(b))
+                if quotient is not None:
+                    return Integer(0) if cls is Mod else quotient
         return Expr.__new__(cls, a, b)
+
+
+def _exact_quotient(a: Expr, b: int) -> Expr | None:
+    """``a / b`` when every coefficient of the integer term ``a`` is a multiple of ``b``, else None.
+
+    Then every division of ``a`` by ``b`` is exact and rounding cannot matter:
+    ``(2*k) // 2 == k`` wherever ``x`` was learned to be ``2*k``.
+    """
+    terms = sympy.Add.make_args(a)
+    parts = [t.as_coeff_Mul() for t in terms]
+    if not all(c.is_Integer and int(c) % b == 0 for c, _ in parts):
+        return None
+    return sympy.Add(*(Integer(int(c) // b) * rest for c, rest in parts))
 
 
 class FloorDiv(_Division):

@@ -187,6 +187,43 @@ def test_divisibility_introduces_a_multiple(fact):
     assert parse_condition(env.render(env.guards[0].condition)) == parse_condition(fact.format(x="T"))
 
 
+def test_a_fact_that_implies_a_divisibility_teaches_it():
+    """``pixel_unshuffle(2)``'s numel check ``H*W == 4*(H // 2)*(W // 2)`` holds only for even ``H`` and
+    ``W``: refuted over odd sizes, it becomes a guard that teaches both divisibilities, so the questions
+    after it in the trace are algebra on the halves (no ``//`` left in any fact)."""
+    env = ShapeEnv()
+    h = dim(env, 64, "x.size(2)", declared=(4, 512), name="H")
+    w = dim(env, 48, "x.size(3)", declared=(4, 512), name="W")
+    assert env.evaluate(f"{h}*{w} == 4*({h} // 2)*({w} // 2)") is True
+    assert len(env.guards) == 1 and set(env.knowledge.replacements) == {h, w}
+    assert env.knowledge.facts == []              # the guard says nothing beyond the two divisibilities
+    assert sorted(env.ranges[k] for k in env.derived) == [(2, 256), (2, 256)]
+    learned = [q for q in env.queries if q.purpose == "learn"]
+    assert [q.status for q in learned] == ["proven", "proven"]
+    before = len(env.queries)
+    assert env.statically_known(f"2*({h} // 2) == {h}") is True
+    assert env.statically_known(f"({w} % 2) == 0") is True
+    asked = env.queries[before:]                  # questions on H = 2*k and W = 2*j: no division left
+    assert asked and all("//" not in str(q.goal) and "%" not in str(q.goal) and not q.facts for q in asked)
+    report = env.produce_guards()
+    assert len(report.violations) == 1
+    assert sorted(f.description for f in report.combined_fixes) == [
+        "H = 2*Dim('H_2', min=2, max=256)", "W = 2*Dim('W_2', min=2, max=256)"]
+
+
+@pytest.mark.parametrize("hint", [64, 63])
+def test_a_fact_that_does_not_imply_a_divisibility_stays_a_fact(hint):
+    """``H // 2 + W >= 40`` holds at odd and even ``H``: nothing is learned; at an odd example no
+    divisibility is even asked (the example satisfies every fact)."""
+    env = ShapeEnv()
+    h = dim(env, hint, "x.size(2)", declared=(4, 512), name="H")
+    w = dim(env, 48, "x.size(3)", declared=(4, 512), name="W")
+    assert env.evaluate(f"({h} // 2) + {w} >= 40") is True
+    assert env.knowledge.replacements == {} and len(env.knowledge.facts) == 1
+    learned = [q.status for q in env.queries if q.purpose == "learn"]
+    assert learned == (["refuted"] if hint % 2 == 0 else [])
+
+
 def test_large_equalities_stay_facts():
     """Learning expands a fact; one of hundreds of nodes (Swin's reshapes) is kept as a plain fact instead."""
     env = ShapeEnv()

@@ -54,3 +54,17 @@ def test_big_integers_are_exact(a, b):
                          [FloorDiv(x + 1, 2 * y), Mod(-x, 4) * 3, CeilDiv(x, y) - Max(x, -y), TruncDiv(x, 3)])
 def test_printed_terms_parse_back(term):
     assert parse_term(term_str(term)) == term
+
+
+@pytest.mark.parametrize("node,python", REFERENCE, ids=[n.__name__ for n, _ in REFERENCE])
+def test_a_divisor_of_every_coefficient_divides_exactly(node, python):
+    """Once ``x = 2*k`` is learned, ``(2*k) // 2`` is plain ``k``; folded only where no rounding can occur."""
+    k, j = symbol("k"), symbol("j")
+    for numerator, divisor in ((2 * k, 2), (4 * k - 6 * j + 2, -2), (6 * k * j, 3)):
+        folded = node(numerator, divisor)
+        assert not isinstance(folded, node), (numerator, divisor)
+        for a, b in itertools.product(VALUES, VALUES):
+            at = {"k": a, "j": b}
+            assert evaluate_term(folded, at) == python(evaluate_term(numerator, at), divisor), (numerator, at)
+    for numerator, divisor in ((2 * k + 1, 2), (2 * k, 4), (k * j, 2)):
+        assert isinstance(node(numerator, divisor), node), (numerator, divisor)
