@@ -24,6 +24,8 @@ as its own guards, so every combination of pad branches is traced once).
 from __future__ import annotations
 
 import inspect
+import math
+import mmap
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -53,6 +55,8 @@ COVERAGE_TIMEOUT = 30.0
 # Several traces often give one program (identical graphs, or a program that serves another trace's
 # region), so a search may take this many traces per program allowed, whatever else it counts.
 TRACES_PER_REGION = 3
+# Below a page or so an anonymous map saves nothing over torch.zeros.
+_LAZY_ZEROS_BYTES = 1 << 16
 
 __all__ = ["set_input_checks", "Region", "RegionSearch", "Trace", "python_guard", "search_regions", "trace"]
 
@@ -287,7 +291,7 @@ def inputs_at(model, args: tuple, kwargs: dict | None, sizes: dict[str, int]) ->
     """``args``/``kwargs`` with every dim named in ``sizes`` resized.
 
     Non-strict export replaces inputs by fake tensors, so only shapes and
-    dtypes matter; values are zeros.
+    dtypes matter; values are zeros (``lazy_zeros``).
     """
     bound = _bound_arguments(model, args, kwargs)
     leaves, treespec = pytree.tree_flatten_with_path(dict(bound.arguments))
@@ -297,10 +301,27 @@ def inputs_at(model, args: tuple, kwargs: dict | None, sizes: dict[str, int]) ->
             prefix = "L" + pytree.keystr(path)
             shape = [sizes.get(f"{prefix}.size()[{d}]", n) for d, n in enumerate(leaf.shape)]
             if list(shape) != list(leaf.shape):
-                leaf = torch.zeros(shape, dtype=leaf.dtype, device=leaf.device)
+                leaf = lazy_zeros(shape, leaf.dtype, leaf.device)
         new_leaves.append(leaf)
     bound.arguments.update(pytree.tree_unflatten(new_leaves, treespec))
     return bound.args, bound.kwargs
+
+
+def lazy_zeros(shape: list[int], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """Zeros that take no memory until written.
+
+    Each program keeps its example inputs, and nothing writes them (the
+    trace sees fake tensors): a region search at a batch of 8 images of
+    219x84 would otherwise hold tens of MB per trace.  Pages of an
+    anonymous map read as zero and are only allocated when touched.
+    """
+    nbytes = math.prod(shape) * dtype.itemsize
+    if device.type != "cpu" or nbytes < _LAZY_ZEROS_BYTES:
+        return torch.zeros(shape, dtype=dtype, device=device)
+    try:
+        return torch.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype).view(shape)
+    except (TypeError, ValueError, RuntimeError):     # a dtype frombuffer does not take
+        return torch.zeros(shape, dtype=dtype, device=device)
 
 
 # ---------------------------------------------------------------------------- the search

@@ -181,3 +181,20 @@ def test_a_copy_does_not_merge_where_its_input_is_not_contiguous():
 def test_every_rule_has_a_case_here():
     covered = {"pad", "slice", "view", "cat", "roll", "interpolate", "copy"}
     assert {rule.name for rule in RULES.values()} == covered
+
+
+# --- the inputs other traces run on ---------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.bool, torch.int64, torch.complex64])
+def test_inputs_at_another_point_are_writable_zeros_of_the_examples_dtype(dtype):
+    """Only their shapes and dtypes reach a trace, but a program keeps them as its example inputs."""
+    example = torch.ones(2, 3, 5, dtype=dtype)
+    (big,), _ = inputs_at(torch.nn.Identity(), (example,), None,
+                          {"L['input'].size()[0]": 64, "L['input'].size()[2]": 4096})
+    (small,), _ = inputs_at(torch.nn.Identity(), (example,), None, {"L['input'].size()[2]": 7})
+    for resized, shape in ((big, (64, 3, 4096)), (small, (2, 3, 7))):
+        assert resized.shape == shape and resized.dtype == dtype and not resized.any()
+        resized[-1, -1, -1] = 1
+        assert resized.sum() == 1
+    (same,), _ = inputs_at(torch.nn.Identity(), (example,), None, {"L['input'].size()[0]": 2})
+    assert same is example                          # a tensor whose shape does not change is the example
