@@ -40,6 +40,7 @@ from shapeproof.tracer.engine_env import EngineShapeEnv, engine_tracing
 from shapeproof.tracer.module_state import ModuleState
 from shapeproof.tracer.probe import failure_at
 from shapeproof.tracer.size_asserts import label_size_asserts
+from shapeproof.tracer.stack_room import with_stack_room
 from shapeproof.tracer.torch_internals import EXPORTED_PROGRAM_GUARDS_ATTRIBUTE
 from sympy import Expr, Symbol
 
@@ -250,8 +251,8 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
     program, failure = None, None
     with context:
         try:
-            program = torch.export.export(model, args, kwargs, dynamic_shapes=spec, strict=False,
-                                          **(options or {}))
+            program = with_stack_room(torch.export.export, model, args, kwargs, dynamic_shapes=spec,
+                                      strict=False, **(options or {}))
         except Exception as exc:  # judged by the caller: shape violation, data-dependent error or model error
             failure = exc
     report = engine.produce_guards()
