@@ -40,6 +40,11 @@ from .regions import (
 
 __all__ = ["Narrowing", "widest_single_program"]
 
+# A violated guard one of whose fixes keeps this share of the declared ranges is taken as a genuine
+# restriction without a trace of its other side: that trace costs as much as the export and could win
+# back at most the rest (the sizes 2 and 3 that a 0/1 guard such as ``T // 4 != 1`` excludes).
+NOT_WORTH_A_TRACE = 0.99
+
 
 @dataclass
 class Narrowing:
@@ -81,6 +86,11 @@ def fix_predicate(fixes: list[Fix]) -> F.Formula | None:
 def _kept(fixes: list[Fix]) -> float:
     """The share of the declared ranges the fixes keep (a static dim keeps nothing)."""
     return math.prod(0.0 if f.kind is FixKind.STATIC else 1.0 if f.kept is None else f.kept for f in fixes)
+
+
+def _best_kept(violation) -> float:
+    """The largest share of the declared ranges one of the violation's own fixes keeps."""
+    return max((f.kept for f in violation.fixes if f.kept is not None), default=0.0)
 
 
 class _Narrower:
@@ -156,6 +166,10 @@ class _Narrower:
         restriction: F.Formula = F.TRUE
         sides = {}
         for i, (violation, guard) in enumerate(self.guards):
+            if _best_kept(violation) >= NOT_WORTH_A_TRACE:
+                found.append(violation)
+                restriction = F.conj(restriction, guard)
+                continue
             others = F.conj(restriction, *(g for j, (_, g) in enumerate(self.guards) if j != i))
             side = self.side_of(guard, others) or self.side_of(guard, restriction)
             if side is None:

@@ -322,3 +322,26 @@ def test_float_size_arithmetic_that_differs_on_the_other_region_keeps_the_progra
     package = shapeproof.export(model, (torch.randn(3, 20, 4),), dynamic_shapes=spec, split=True)
     assert isinstance(package, SplitProgram) and len(package.programs) == 2
     _check_lengths(package, model, LENGTHS)
+
+
+class FrameStack(torch.nn.Module):
+    """``if T % 4: pad by 4 - T % 4`` (4, not 0, where ``T % 4 == 0``: a genuine second path), then stack
+    four frames: the reshape's ``T // 4`` also guards ``!= 1`` (sizes 2 and 3)."""
+
+    def forward(self, x):  # (B, T, D)
+        t = x.shape[1]
+        if t % 4 != 0:
+            x = F_nn.pad(x, (0, 0, 0, 4 - t % 4))
+        return x.reshape(x.shape[0], x.shape[1] // 4, 4 * x.shape[2])
+
+
+def test_a_guard_that_excludes_a_sliver_of_the_range_costs_no_trace_of_its_own():
+    """A trace at T = 2 could win back at most 2 sizes of 1023 for the cost of the export itself: the
+    narrowing takes ``T // 4 != 1`` as a restriction, and the error offers the first trace's own fix."""
+    spec = ({1: Dim("T", min=2, max=1024)},)
+    with pytest.raises(shapeproof.ExportError) as info:
+        shapeproof.export(FrameStack(), (torch.randn(2, 50, 8),), dynamic_shapes=spec, time_budget=900)
+    assert info.value.narrowing is None
+    assert sum(len(r.traces) for r in info.value.regions) == 2    # the example's and T = 4's (no padding)
+    fixes = info.value.report.combined_fixes
+    assert [f.description for f in fixes] == ["T = 4*Dim('T_4', min=1, max=255) + 2"]
