@@ -156,15 +156,31 @@ class _Division(_IntNode):
             row = TABLE[cls]
             if int(b) in (1, -1):
                 folded = _UNIT_DIVISOR[cls](a, int(b))
-                if folded is not None:
+                if folded is not None and _keeps_errors(cls, a):
                     return folded
             if a.is_Integer and b != 0:
                 return Integer(row.python(int(a), int(b)))
             if b != 0:
                 quotient = _exact_quotient(a, int(b))
-                if quotient is not None:
+                if quotient is not None and _keeps_errors(cls, a):
                     return Integer(0) if cls is Mod else quotient
         return Expr.__new__(cls, a, b)
+
+
+def _keeps_errors(cls: type, a: Expr) -> bool:
+    """Whether folding ``cls(a, b)`` keeps every error Python raises on it: a remainder folded to 0
+    drops ``a``, which may divide by a size that can be 0."""
+    return cls is not Mod or not _may_raise(a)
+
+
+def _may_raise(a: Expr) -> bool:
+    """Whether Python can raise evaluating ``a`` (a division by a non-constant, a float node that can)."""
+    for node in sympy.preorder_traversal(a):
+        if isinstance(node, _Division) and not (node.args[1].is_Integer and node.args[1] != 0):
+            return True
+        if getattr(node, "may_raise", False):
+            return True
+    return False
 
 
 def _exact_quotient(a: Expr, b: int) -> Expr | None:

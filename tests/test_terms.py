@@ -33,6 +33,9 @@ def test_division_nodes_match_python_for_every_sign(node, python):
 def test_folding_never_hides_a_zero_divisor():
     assert isinstance(FloorDiv(x, x), FloorDiv)  # x // x is not 1 at x == 0
     assert isinstance(Mod(0, y), Mod)
+    # (2*(x // y)) % 2 and (x // y) % 1 raise at y == 0 like x // y: they are not 0 there
+    assert isinstance(Mod(2 * FloorDiv(x, y), 2), Mod) and isinstance(Mod(FloorDiv(x, y), 1), Mod)
+    assert divisors([Mod(2 * FloorDiv(x, y), 2)]) == {y}
     assert isinstance(FloorDiv(5, 0), FloorDiv)
     assert divisors([FloorDiv(x, y) + Mod(x, 3)]) == {y}
 
