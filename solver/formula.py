@@ -24,7 +24,8 @@ from typing import Iterable, Iterator, cast
 import sympy
 from sympy import Expr, Integer, Symbol
 
-from .terms import as_term, divisors, iter_nodes, term_str
+from .nodes import term_may_raise
+from .terms import as_term, divisors, term_str
 
 __all__ = [
     "Formula", "Rel", "And", "Or", "Const", "TRUE", "FALSE",
@@ -180,9 +181,7 @@ def _build(cls, identity: Const, items: tuple) -> Formula:
 
 def may_raise(f: Formula) -> bool:
     """Whether ``f`` can be undefined somewhere (a divisor, or a float node that can raise)."""
-    return any(r.divisors
-               or any(getattr(n, "may_raise", False) for t in (r.lhs, r.rhs) for n in iter_nodes(t))
-               for r in relations(f))
+    return any(r.divisors or term_may_raise(r.lhs) or term_may_raise(r.rhs) for r in relations(f))
 
 
 def conj(*args: Formula) -> Formula:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import sympy
@@ -46,7 +46,8 @@ from sympy import Expr, Integer, Symbol
 from . import interval_math as I
 
 __all__ = [
-    "Kind", "Rounding", "Row", "Unmodelled", "TABLE", "row_of", "rows_named", "as_term",
+    "Kind", "Rounding", "Row", "Unmodelled", "TABLE", "row_of", "rows_named", "as_term", "iter_nodes",
+    "term_may_raise",
     "FloorDiv", "Mod", "CeilDiv", "TruncDiv", "Min", "Max",
     "FloatTerm", "FloatConst", "ToFloat", "IntTrueDiv", "FAdd", "FSub", "FMul", "FDiv", "FFloorDiv", "FMod",
     "FNeg", "FloorToInt", "CeilToInt", "TruncToInt", "RoundToInt", "FloatLt", "FloatLe", "FloatEq", "Defined",
@@ -170,17 +171,27 @@ class _Division(_IntNode):
 def _keeps_errors(cls: type, a: Expr) -> bool:
     """Whether folding ``cls(a, b)`` keeps every error Python raises on it: a remainder folded to 0
     drops ``a``, which may divide by a size that can be 0."""
-    return cls is not Mod or not _may_raise(a)
+    return cls is not Mod or not term_may_raise(a)
 
 
-def _may_raise(a: Expr) -> bool:
-    """Whether Python can raise evaluating ``a`` (a division by a non-constant, a float node that can)."""
-    for node in sympy.preorder_traversal(a):
-        if isinstance(node, _Division) and not (node.args[1].is_Integer and node.args[1] != 0):
-            return True
-        if getattr(node, "may_raise", False):
-            return True
-    return False
+def iter_nodes(term: Expr) -> Iterator[Expr]:
+    """Every distinct subterm of ``term`` (each once, parents before children)."""
+    seen: set[Expr] = set()
+    stack = [term]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        yield node
+        stack.extend(node.args)
+
+
+def term_may_raise(term: Expr) -> bool:
+    """Whether Python can raise evaluating ``term``: a division by a non-constant (or by 0), or a float
+    node that can (``formula.may_raise`` asks it of a relation's sides)."""
+    return any((isinstance(node, _Division) and not (node.args[1].is_Integer and node.args[1] != 0))
+               or getattr(node, "may_raise", False) for node in iter_nodes(term))
 
 
 def _exact_quotient(a: Expr, b: int) -> Expr | None:

@@ -10,13 +10,15 @@ of ``nodes.TABLE``; this module has the helpers every layer uses on terms.
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from typing import Iterable
 
 import sympy
 from sympy import Expr, Symbol
 from sympy.printing.str import StrPrinter
 
-from .nodes import DIVISION_NODES, CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, as_term, trunc_div
+from .nodes import (
+    DIVISION_NODES, CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, as_term, iter_nodes, trunc_div,
+)
 
 __all__ = [
     "symbol", "as_term", "is_term", "FloorDiv", "Mod", "CeilDiv", "TruncDiv", "Min", "Max",
@@ -31,19 +33,6 @@ def symbol(name: str) -> Symbol:
 
 def is_term(value) -> bool:
     return isinstance(value, Expr) and value.is_integer is True
-
-
-def iter_nodes(term: Expr) -> Iterator[Expr]:
-    """Every distinct subterm of ``term`` (each once, parents before children)."""
-    seen: set[Expr] = set()
-    stack = [term]
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        yield node
-        stack.extend(node.args)
 
 
 def divisors(terms: Iterable[Expr]) -> frozenset[Expr]:

@@ -36,6 +36,10 @@ def test_folding_never_hides_a_zero_divisor():
     # (2*(x // y)) % 2 and (x // y) % 1 raise at y == 0 like x // y: they are not 0 there
     assert isinstance(Mod(2 * FloorDiv(x, y), 2), Mod) and isinstance(Mod(FloorDiv(x, y), 1), Mod)
     assert divisors([Mod(2 * FloorDiv(x, y), 2)]) == {y}
+    shared = x
+    for _ in range(40):                 # a DAG of 40 levels: a tree of 2**40 nodes, walked once per subterm
+        shared = FloorDiv(shared, y) + Max(shared, 1)
+    assert isinstance(Mod(2 * shared, 2), Mod)
     assert isinstance(FloorDiv(5, 0), FloorDiv)
     assert divisors([FloorDiv(x, y) + Mod(x, 3)]) == {y}
 
