@@ -43,7 +43,12 @@ __all__ = ["EnumerateStrategy", "holds_along", "failing_among", "grid_work"]
 
 _SAFE_MAGNITUDE = 2.0 ** 62      # half of int64's range: room for float rounding in the magnitude shadow
 _RECENT_BOXES = 4                # chunk evaluators kept between questions
-_RECENT_BYTES = 16 << 20         # node arrays kept between questions, all boxes together
+# node arrays kept between questions, all boxes together.  Measured on the Swin cases (the ones with
+# boxes of 350,000 points and hundreds of questions each): 16 MB kept cost 35-40 MB of peak RSS
+# (swin_window_partition_nobranch 490 -> 455 MB, hf_swinv2 515 -> 480 MB at 4 MB) for a solver-time
+# difference within run-to-run noise on the first and +15% on the second (a chunk of such a box holds
+# more than 4 MB after one question, so its evaluator is dropped, but the small boxes' ones are kept)
+_RECENT_BYTES = 4 << 20
 
 
 def _union(masks):
@@ -89,11 +94,19 @@ class _Vectorized:
         self.memo: dict[Expr, tuple] = {}
         self.float_memo: dict[Expr, tuple] = {}
         self.bad: dict[Expr, np.ndarray] = {}       # float wrapper -> lanes where Python raises
+        # bytes its memos hold, counted as entries arrive: summing them after every chunk cost as much
+        # as evaluating it (hf_swinv2: 0.8 of 1.5 s)
+        self._held = 0
 
     def nbytes(self) -> int:
         """What its memos hold (each array only as large as the axes of its node's symbols)."""
-        arrays = [a for pair in (*self.memo.values(), *self.float_memo.values()) for a in pair]
-        return sum(np.asarray(a).nbytes for a in (*arrays, *self.bad.values()))
+        return self._held
+
+    def _remember(self, memo: dict, node: Expr, entry):
+        """``memo[node] = entry`` (an array, or a (value, magnitude) pair), counting its bytes."""
+        memo[node] = entry
+        self._held += sum(np.asarray(a).nbytes for a in (entry if isinstance(entry, tuple) else (entry,)))
+        return entry
 
     def term(self, t: Expr):
         """Exact int64 value of ``t`` (raises ``_Overflow`` if it may not fit)."""
@@ -109,7 +122,7 @@ class _Vectorized:
             return np.int64(int(t)), np.float64(abs(int(t)))
         cached = self.memo.get(t)
         if cached is None:
-            cached = self.memo[t] = self._compute(t)
+            cached = self._remember(self.memo, t, self._compute(t))
         return cached
 
     def _compute(self, t: Expr):
@@ -159,7 +172,7 @@ class _Vectorized:
         if isinstance(a, FloatTerm):
             cached = self.float_memo.get(a)
             if cached is None:
-                cached = self.float_memo[a] = self._float(a)
+                cached = self._remember(self.float_memo, a, self._float(a))
             return cached
         if row.exact_ints_below >= _SAFE_MAGNITUDE:
             value = self.term(a)
@@ -189,7 +202,7 @@ class _Vectorized:
     def _wrapper(self, node: Expr, row):
         if row.kind is Kind.DEFINED:
             self.term(node.args[0])
-            self.bad[node] = self.bad[node.args[0]]
+            self._remember(self.bad, node, self.bad[node.args[0]])
             return row.numpy(None)
         operands = [self._operand(a, row) for a in node.args]
         bad = _union(b for _, b in operands)
@@ -199,7 +212,7 @@ class _Vectorized:
                 if not np.all((np.abs(value) < _SAFE_MAGNITUDE) | bad):
                     raise _Overflow(node)
                 value = np.where(bad, 0.0, value)
-        self.bad[node] = bad
+        self._remember(self.bad, node, bad)
         return np.asarray(value).astype(np.int64)
 
     def truth(self, f: F.Formula, shape: tuple) -> tuple[np.ndarray, np.ndarray]:

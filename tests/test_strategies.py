@@ -181,6 +181,21 @@ def test_a_solver_releases_the_node_values_enumeration_keeps():
     assert again.refuted and again.counterexample == {"H": 1, "W": 1}
 
 
+def test_enumeration_counts_the_bytes_it_keeps_as_it_keeps_them():
+    """The cache bound reads each evaluator's kept bytes after every chunk, from a running count (summing
+    the memos there cost as much as the evaluation): the count is what its integer, float and
+    undefined-lane memos hold."""
+    strategy = EnumerateStrategy()
+    ranges = {"H": (1, 300), "W": (1, 200)}
+    for goal in ("(H // 7) * (W // 7) >= 1", "math.ceil(W / 2.5) <= W + H", "math.floor(H * 0.7) < W + H"):
+        prove(goal, ranges=ranges, strategy=strategy)
+    assert any(vec.float_memo and vec.bad for vec in strategy._recent.values())
+    for vec in strategy._recent.values():
+        entries = [*vec.memo.values(), *vec.float_memo.values(), *vec.bad.values()]
+        arrays = [a for entry in entries for a in (entry if isinstance(entry, tuple) else (entry,))]
+        assert vec.nbytes() == sum(np.asarray(a).nbytes for a in arrays) > 0
+
+
 def test_enumeration_evaluates_each_subterm_over_its_own_symbols_only():
     """The box is a grid with an axis per symbol: a pad term in ``H`` is computed once per ``H`` even when
     facts over ``W`` and ``B`` make the box 7 x 57 x 225 points (a Swin trace asks a thousand such
