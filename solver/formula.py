@@ -25,7 +25,7 @@ import sympy
 from sympy import Expr, Integer, Symbol
 
 from .nodes import term_may_raise
-from .terms import as_term, divisors, term_str
+from .terms import as_term, divisors, expanded, term_str
 
 __all__ = [
     "Formula", "Rel", "And", "Or", "Const", "TRUE", "FALSE",
@@ -216,8 +216,8 @@ def substitute(f: Formula, mapping: dict) -> Formula:
     if isinstance(f, Rel):
         if f.free_symbols.isdisjoint(mapping):
             return f                             # nothing to replace: spare sympy's expand of a large term
-        divs = frozenset(sympy.expand(d.xreplace(mapping)) for d in f.divisors)
-        return rel(f.op, sympy.expand(f.lhs.xreplace(mapping)), sympy.expand(f.rhs.xreplace(mapping)), divs)
+        divs = frozenset(expanded(d.xreplace(mapping)) for d in f.divisors)
+        return rel(f.op, expanded(f.lhs.xreplace(mapping)), expanded(f.rhs.xreplace(mapping)), divs)
     return (conj if isinstance(f, And) else disj)(*(substitute(a, mapping) for a in f.args))
 
 

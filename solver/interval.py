@@ -18,6 +18,7 @@ from . import formula as F
 from .bounds import INF, Bounds, Interval
 from .problem import Deadline, Problem
 from .strategy import Outcome, Strategy, check_counterexample, proven, refuted, sample_points, unknown
+from .terms import expanded
 
 __all__ = ["IntervalStrategy", "tighten", "box_truth", "relation_truth"]
 
@@ -30,7 +31,7 @@ _NEVER = {op: _ALWAYS[F.NEGATED[op]] for op in _ALWAYS}
 
 def relation_truth(r: F.Rel, bounds: Bounds) -> tuple[bool, bool]:
     """(holds everywhere, holds nowhere) for one relation over the box."""
-    diff = bounds.tight(sympy.expand(r.lhs - r.rhs))
+    diff = bounds.tight(expanded(r.lhs - r.rhs))
     if diff is None:
         return False, True
     defined = all(bounds.nonzero(d) for d in r.divisors)
@@ -83,7 +84,7 @@ def tighten(ranges: Mapping[Symbol, tuple], facts, rounds: int = 3) -> dict[Symb
     for _ in range(rounds):
         changed = False
         for r in rels:
-            diff = sympy.expand(r.lhs - r.rhs)
+            diff = expanded(r.lhs - r.rhs)
             for sym, a, rest in _linear_parts(diff):
                 if sym not in box:
                     continue

@@ -30,12 +30,15 @@ from .evaluate import Undefined, _eval
 from .interval import box_truth, tighten
 from .problem import Deadline, OutOfTime, Problem
 from .classify import LearnedKind, learned_from
-from .normalize import Normalizer
+from .normalize import Normalizer, SharedForms
 from .strategy import Outcome, Strategy, check_counterexample, proven, refuted, sample_points, unknown
 from .terms import symbol
 from .tight import TightBounds
 
 __all__ = ["Normalizer", "Reduction", "Reductions", "reduce_problem", "RewriteStrategy", "Simplified"]
+
+# boxes whose normal forms are kept (a trace asks over one box; narrowing and merging over a few)
+_BOXES_WITH_FORMS = 4
 
 
 @dataclass
@@ -78,7 +81,21 @@ class Reductions:
         self.size = size
         self._items: OrderedDict[tuple, Reduction] = OrderedDict()
         self._facts: OrderedDict[tuple, _FactsReduced] = OrderedDict()
+        self._forms: OrderedDict[tuple, SharedForms] = OrderedDict()
         self._lock = threading.Lock()
+
+    def forms(self, ranges: dict) -> SharedForms:
+        """The normal forms found so far over exactly these ranges (the goals of one trace share a box)."""
+        key = tuple(sorted(ranges.items(), key=lambda item: item[0].name))
+        with self._lock:
+            found = self._forms.get(key)
+            if found is None:
+                found = self._forms[key] = SharedForms()
+                while len(self._forms) > _BOXES_WITH_FORMS:
+                    self._forms.popitem(last=False)
+            else:
+                self._forms.move_to_end(key)
+            return found
 
     def get(self, key: tuple) -> Reduction | None:
         with self._lock:
@@ -116,7 +133,7 @@ def reduce_problem(problem: Problem, deadline: Deadline | None = None,
     if cached is not None:
         return cached
     facts = cache.facts_reduced(problem, deadline) if cache is not None else _reduce_facts(problem, deadline)
-    reduction = _reduce(problem, facts, deadline)
+    reduction = _reduce(problem, facts, deadline, cache)
     if cache is not None:
         cache.put(problem.key, reduction)
     return reduction
@@ -208,7 +225,8 @@ def _reduce_facts(problem: Problem, deadline: Deadline | None) -> _FactsReduced:
                          normalized, fired)
 
 
-def _reduce(problem: Problem, reduced: _FactsReduced, deadline: Deadline | None) -> Reduction:
+def _reduce(problem: Problem, reduced: _FactsReduced, deadline: Deadline | None,
+            cache: Reductions | None = None) -> Reduction:
     """Steps 1 and 2 for one question: its goal under what the facts gave."""
     ranges = {s: r for s, r in problem.ranges.items() if s not in reduced.eliminated}
     ranges.update(reduced.introduced)
@@ -226,7 +244,8 @@ def _reduce(problem: Problem, reduced: _FactsReduced, deadline: Deadline | None)
         return Reduction(reduced_problem, problem, subs, fired, infeasible=True)
     tightened = {s: ranges.get(s, (None, None)) for s in syms}
     tightened.update(reduced.tightened)
-    norm = Normalizer(TightBounds(tightened, deadline, strict=True), deadline)
+    shared = cache.forms(tightened) if cache is not None else None
+    norm = Normalizer(TightBounds(tightened, deadline, strict=True), deadline, shared=shared)
     goal = norm.formula(goal)
     for name, count in norm.fired.items():
         fired[name] = fired.get(name, 0) + count
@@ -242,7 +261,9 @@ def _reduce(problem: Problem, reduced: _FactsReduced, deadline: Deadline | None)
 
 
 def _describe(fired: dict[str, int]) -> str:
-    return ", ".join(f"{name} x{count}" for name, count in sorted(fired.items())) or "no rules"
+    """The rules a reduction took, by name (a normal form found by an earlier question over the same box
+    counts its rules once: ``SharedForms``)."""
+    return ", ".join(sorted(fired)) or "no rules"
 
 
 class RewriteStrategy(Strategy):

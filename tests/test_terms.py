@@ -75,3 +75,25 @@ def test_a_divisor_of_every_coefficient_divides_exactly(node, python):
             assert evaluate_term(folded, at) == python(evaluate_term(numerator, at), divisor), (numerator, at)
     for numerator, divisor in ((2 * k + 1, 2), (2 * k, 4), (k * j, 2)):
         assert isinstance(node(numerator, divisor), node), (numerator, divisor)
+
+
+@pytest.mark.parametrize("text", [
+    "(H + 1)*(W - 1) - H*W",
+    "((4 - ((1 + (H - H % 4) // 4) % 4)) % 4)*(2*(W + 3) - W)",
+    "max(1, (B*((H + 2)*(H - 2)) // 7))*(H + W)**2 - min(H, W // 3)*(H - W)",
+    "math.floor((H + 1)*(W - 1) / 2.5) + (2*(H + 1) - H) // (W*(W + 1) - W**2)",
+    "((2*(x // y)) % 2)*(x + y)**3",
+])
+def test_expanded_is_sympys_deep_expansion_and_remembers_subterms(text):
+    """The interval and rewrite stages expand each question's relations; ``expanded`` gives exactly
+    ``sympy.expand`` (through every ``//``, ``%``, min/max and float node) while expanding each distinct
+    subterm once across calls."""
+    import sympy
+
+    from shapeproof.solver.terms import _expanded, expanded
+
+    term = parse_term(text)
+    assert expanded(term) == sympy.expand(term)
+    inner = [a for a in sympy.preorder_traversal(term) if not a.is_Atom and a is not term]
+    assert all(a in _expanded for a in inner)
+    assert expanded(term) is expanded(term)
