@@ -39,7 +39,7 @@ from .problem import Deadline, Problem
 from .strategy import Outcome, Strategy, proven, refuted, unknown
 from .terms import iter_nodes
 
-__all__ = ["EnumerateStrategy", "holds_along", "failing_among", "grid_work"]
+__all__ = ["EnumerateStrategy", "holds_along", "failing_among", "grid_work", "PointsEvaluator"]
 
 _SAFE_MAGNITUDE = 2.0 ** 62      # half of int64's range: room for float rounding in the magnitude shadow
 _RECENT_BOXES = 4                # chunk evaluators kept between questions
@@ -404,21 +404,41 @@ def holds_along(f: F.Formula, sym: Symbol, lo: int, hi: int) -> np.ndarray:
         raise OverflowError("values exceed int64") from e
 
 
+class PointsEvaluator:
+    """Exact values of terms at a fixed list of points, each node computed once across questions.
+
+    The questions of one trace share their box, hence the points a probe picks there, and their facts:
+    evaluating those facts again for every question was most of the probe's time on Swin traces.
+    """
+
+    def __init__(self, symbols: tuple[Symbol, ...], points: list[dict[Symbol, int]]):
+        """Raises ``OverflowError`` where a coordinate leaves int64."""
+        spans = [(min(p[s] for p in points), max(p[s] for p in points)) for s in symbols] if points else []
+        if not _in_int64(spans):
+            raise OverflowError("coordinates exceed int64")
+        self.count = len(points)
+        self._vec = _Vectorized({s: np.array([p[s] for p in points], dtype=np.int64) for s in symbols})
+
+    def failing(self, problem: Problem) -> np.ndarray:
+        """Mask over the points of those where the facts hold and the goal is not true.
+
+        Raises ``OverflowError`` where a value read leaves int64 (callers then evaluate point by point).
+        """
+        if not self.count:
+            return np.zeros(0, dtype=bool)
+        try:
+            return self._vec.failing(problem, (self.count,))
+        except _Overflow as e:
+            raise OverflowError("values exceed int64") from e
+
+
 def failing_among(problem: Problem, points: list[dict[Symbol, int]]) -> np.ndarray:
     """Mask over ``points`` of those where the facts hold and the goal is not true, all evaluated at once.
 
     Raises ``OverflowError`` where a coordinate or a value read leaves int64 (callers then evaluate
     point by point in Python).
     """
-    if not points:
-        return np.zeros(0, dtype=bool)
-    if not _in_int64([(min(p[s] for p in points), max(p[s] for p in points)) for s in problem.symbols]):
-        raise OverflowError("coordinates exceed int64")
-    env = {s: np.array([p[s] for p in points], dtype=np.int64) for s in problem.symbols}
-    try:
-        return _Vectorized(env).failing(problem, (len(points),))
-    except _Overflow as e:
-        raise OverflowError("values exceed int64") from e
+    return PointsEvaluator(problem.symbols, points).failing(problem)
 
 
 def _in_int64(ranges) -> bool:

@@ -11,24 +11,37 @@ ever proven here.
 from __future__ import annotations
 
 import itertools
+import threading
+from collections import OrderedDict
 
-from .enumerate import failing_among
+from .enumerate import PointsEvaluator
 from .problem import Deadline, Problem
 from .strategy import Outcome, Strategy, check_counterexample, refuted, sample_points, unknown
 
 __all__ = ["ProbeStrategy"]
 
 _MAX_POINTS = 64
+_RECENT_BOXES = 4                # evaluators kept between questions (a few dozen values per node)
 
 
 class ProbeStrategy(Strategy):
     name = "probe"
     decides_floats = True       # it only evaluates, with Python's meaning
 
+    def __init__(self):
+        # by box: its points depend on the box alone, and its questions share facts and subterms
+        self._recent: OrderedDict[tuple, PointsEvaluator] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def release(self) -> None:
+        with self._lock:
+            self._recent.clear()
+
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
         points = list(self._points(problem))
         try:     # numpy screens all points at once (Python's truth on a large guard costs ~50 us a point)
-            candidates = [p for p, fails in zip(points, failing_among(problem, points)) if fails]
+            failing = self._evaluator(problem, points).failing(problem)
+            candidates = [p for p, fails in zip(points, failing) if fails]
         except OverflowError:
             candidates = points
         for point in candidates:
@@ -37,6 +50,20 @@ class ProbeStrategy(Strategy):
             if check_counterexample(problem, point) is None:
                 return refuted(point, "the goal fails at a probed point")
         return unknown("no probed point fails the goal")
+
+    def _evaluator(self, problem: Problem, points: list) -> PointsEvaluator:
+        key = tuple((s, problem.ranges[s]) for s in problem.symbols)
+        with self._lock:
+            found = self._recent.get(key)
+            if found is not None:
+                self._recent.move_to_end(key)
+                return found
+        found = PointsEvaluator(problem.symbols, points)
+        with self._lock:
+            self._recent[key] = found
+            while len(self._recent) > _RECENT_BOXES:
+                self._recent.popitem(last=False)
+        return found
 
     @staticmethod
     def _points(problem: Problem):

@@ -84,6 +84,11 @@ class Reductions:
         self._forms: OrderedDict[tuple, SharedForms] = OrderedDict()
         self._lock = threading.Lock()
 
+    def release(self) -> None:
+        """Drop the shared normal forms (kept only to answer faster; the reductions stay)."""
+        with self._lock:
+            self._forms.clear()
+
     def forms(self, ranges: dict) -> SharedForms:
         """The normal forms found so far over exactly these ranges (the goals of one trace share a box)."""
         key = tuple(sorted(ranges.items(), key=lambda item: item[0].name))
@@ -272,6 +277,10 @@ class RewriteStrategy(Strategy):
 
     def __init__(self, reductions: Reductions | None = None):
         self.reductions = reductions
+
+    def release(self) -> None:
+        if self.reductions is not None:
+            self.reductions.release()
 
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
         try:

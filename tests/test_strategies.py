@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-from shapeproof.solver import STRATEGIES, Status, prove
+from shapeproof.solver import STRATEGIES, Status, parse_term, prove
 from shapeproof.solver.cascade import Cascade
 from shapeproof.solver.enumerate import EnumerateStrategy
 from shapeproof.solver.problem import Deadline, Problem
@@ -239,3 +239,25 @@ def test_a_large_box_of_cheap_terms_is_enumerated_before_z3():
     # the int64 overflow guard keeps one bound per node, not an array beside each value
     kept = [pair for vec in enough._recent.values() for pair in vec.memo.values()]
     assert kept and all(np.ndim(magnitude) == 0 for _, magnitude in kept)
+
+
+def test_the_probe_evaluates_one_boxs_facts_once_for_all_its_questions():
+    """A trace's questions share their box (hence the probe's points) and their facts: one evaluator per
+    box serves them all, answering as a fresh probe does; releasing the strategy drops it."""
+    from shapeproof.solver.probe import ProbeStrategy
+
+    ranges = {"H": (1, 300), "W": (1, 200)}
+    facts = ("(H // 7) * (W // 7) >= 0",)
+    goals = ["H != 2", "W % 7 != 0 or H > 14", "H + W >= 3", "H*W != 600"]
+    shared = ProbeStrategy()
+    answers = []
+    for goal in goals:
+        fresh = prove(goal, ranges=ranges, facts=facts, strategy=ProbeStrategy())
+        again = prove(goal, ranges=ranges, facts=facts, strategy=shared)
+        assert (again.status, again.counterexample) == (fresh.status, fresh.counterexample)
+        answers.append(again.status)
+    assert Status.REFUTED in answers and Status.UNKNOWN in answers
+    (evaluator,) = shared._recent.values()
+    assert parse_term("(H // 7) * (W // 7)") in evaluator._vec.memo      # the fact's term, computed once
+    shared.release()
+    assert not shared._recent
