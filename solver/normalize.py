@@ -27,10 +27,12 @@ class SharedForms:
     """Normal forms over one box, shared by the questions asked over it, with the rules each rests on.
 
     A normal form depends only on its term and the ranges (the rules are
-    identities checked by bounds over them), and only completed forms are put
-    here, so a question finds exactly what it would have computed, and its
-    verdict still names the rules.  Entries are only ever added or all
-    dropped, so concurrent questions may share one.
+    identities checked by bounds over them, and ``TightBounds.tight`` of a term
+    does not depend on what it bounded before), and only completed forms are
+    put here, so a question finds exactly what it would have computed, and its
+    verdict still names the rules; it may only finish within its step budget
+    where alone it would not.  Entries are only ever added or all dropped, so
+    concurrent questions may share one.
     """
 
     def __init__(self, limit: int = _SHARED_FORMS):
