@@ -26,8 +26,6 @@ rounded value leaves int64.
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 
 import numpy as np
 import sympy
@@ -36,6 +34,7 @@ from sympy import Expr, Symbol
 from . import formula as F
 from .nodes import FLOAT_WRAPPERS, FloatTerm, Kind, row_of
 from .problem import Deadline, Problem
+from .recent import Recent
 from .strategy import Outcome, Strategy, proven, refuted, unknown
 from .terms import iter_nodes
 
@@ -303,31 +302,17 @@ class EnumerateStrategy(Strategy):
         self.chunk = chunk
         # evaluators of recent chunks, by box and chunk: the guards of one trace share their box and most
         # subterms (Swin's view sizes recur in hundreds of them), so a node is evaluated once per box
-        self._recent: OrderedDict[tuple, _Vectorized] = OrderedDict()
-        self._lock = threading.Lock()
+        self._recent: Recent[_Vectorized] = Recent(_RECENT_BOXES)
 
     def _evaluator(self, key: tuple, make_env) -> _Vectorized:
-        with self._lock:
-            vec = self._recent.get(key)
-            if vec is not None:
-                self._recent.move_to_end(key)
-                return vec
-        vec = _Vectorized(make_env())
-        with self._lock:
-            self._recent[key] = vec
-            while len(self._recent) > _RECENT_BOXES:
-                self._recent.popitem(last=False)
-        return vec
+        return self._recent.get_or_make(key, lambda: _Vectorized(make_env()))
 
     def release(self) -> None:
-        with self._lock:
-            self._recent.clear()
+        self._recent.clear()
 
     def _forget_if_large(self) -> None:
         """Drop the oldest evaluators while all of them hold more than ``_RECENT_BYTES`` of node arrays."""
-        with self._lock:
-            while self._recent and sum(v.nbytes() for v in self._recent.values()) > _RECENT_BYTES:
-                self._recent.popitem(last=False)
+        self._recent.drop_oldest_while(lambda kept: sum(v.nbytes() for v in kept) > _RECENT_BYTES)
 
     def covers(self, problem: Problem) -> bool:
         """Whether this strategy can decide ``problem`` given time (a box it enumerates, in int64)."""

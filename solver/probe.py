@@ -11,11 +11,10 @@ ever proven here.
 from __future__ import annotations
 
 import itertools
-import threading
-from collections import OrderedDict
 
 from .enumerate import PointsEvaluator
 from .problem import Deadline, Problem
+from .recent import Recent
 from .strategy import Outcome, Strategy, check_counterexample, refuted, sample_points, unknown
 
 __all__ = ["ProbeStrategy"]
@@ -30,12 +29,10 @@ class ProbeStrategy(Strategy):
 
     def __init__(self):
         # by box: its points depend on the box alone, and its questions share facts and subterms
-        self._recent: OrderedDict[tuple, PointsEvaluator] = OrderedDict()
-        self._lock = threading.Lock()
+        self._recent: Recent[PointsEvaluator] = Recent(_RECENT_BOXES)
 
     def release(self) -> None:
-        with self._lock:
-            self._recent.clear()
+        self._recent.clear()
 
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
         points = list(self._points(problem))
@@ -53,17 +50,7 @@ class ProbeStrategy(Strategy):
 
     def _evaluator(self, problem: Problem, points: list) -> PointsEvaluator:
         key = tuple((s, problem.ranges[s]) for s in problem.symbols)
-        with self._lock:
-            found = self._recent.get(key)
-            if found is not None:
-                self._recent.move_to_end(key)
-                return found
-        found = PointsEvaluator(problem.symbols, points)
-        with self._lock:
-            self._recent[key] = found
-            while len(self._recent) > _RECENT_BOXES:
-                self._recent.popitem(last=False)
-        return found
+        return self._recent.get_or_make(key, lambda: PointsEvaluator(problem.symbols, points))
 
     @staticmethod
     def _points(problem: Problem):

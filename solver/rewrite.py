@@ -31,6 +31,7 @@ from .interval import box_truth, tighten
 from .problem import Deadline, OutOfTime, Problem
 from .classify import LearnedKind, learned_from
 from .normalize import Normalizer, SharedForms
+from .recent import Recent
 from .strategy import Outcome, Strategy, check_counterexample, proven, refuted, sample_points, unknown
 from .terms import symbol
 from .tight import TightBounds
@@ -80,27 +81,18 @@ class Reductions:
     def __init__(self, size: int = 256):
         self.size = size
         self._items: OrderedDict[tuple, Reduction] = OrderedDict()
-        self._facts: OrderedDict[tuple, _FactsReduced] = OrderedDict()
-        self._forms: OrderedDict[tuple, SharedForms] = OrderedDict()
+        self._facts: Recent[_FactsReduced] = Recent(size)
+        self._forms: Recent[SharedForms] = Recent(_BOXES_WITH_FORMS)
         self._lock = threading.Lock()
 
     def release(self) -> None:
         """Drop the shared normal forms (kept only to answer faster; the reductions stay)."""
-        with self._lock:
-            self._forms.clear()
+        self._forms.clear()
 
     def forms(self, ranges: dict) -> SharedForms:
         """The normal forms found so far over exactly these ranges (the goals of one trace share a box)."""
-        key = tuple(sorted(ranges.items(), key=lambda item: item[0].name))
-        with self._lock:
-            found = self._forms.get(key)
-            if found is None:
-                found = self._forms[key] = SharedForms()
-                while len(self._forms) > _BOXES_WITH_FORMS:
-                    self._forms.popitem(last=False)
-            else:
-                self._forms.move_to_end(key)
-            return found
+        return self._forms.get_or_make(tuple(sorted(ranges.items(), key=lambda item: item[0].name)),
+                                       SharedForms)
 
     def get(self, key: tuple) -> Reduction | None:
         with self._lock:
@@ -113,18 +105,7 @@ class Reductions:
                 self._items.popitem(last=False)
 
     def facts_reduced(self, problem: Problem, deadline: Deadline | None) -> _FactsReduced:
-        key = _facts_key(problem)
-        with self._lock:
-            found = self._facts.get(key)
-            if found is not None:
-                self._facts.move_to_end(key)
-                return found
-        found = _reduce_facts(problem, deadline)
-        with self._lock:
-            self._facts[key] = found
-            while len(self._facts) > self.size:
-                self._facts.popitem(last=False)
-        return found
+        return self._facts.get_or_make(_facts_key(problem), lambda: _reduce_facts(problem, deadline))
 
 
 def reduce_problem(problem: Problem, deadline: Deadline | None = None,
