@@ -387,6 +387,21 @@ def _point(trace) -> dict:
     return {symbol(k): v for k, v in trace.point.items()}
 
 
+def _failing_part(verdict, guards: list, obligations: list) -> str:
+    """Which condition of a refuted merge fails at the counterexample, and there (else the solver's
+    reason)."""
+    at = verdict.counterexample
+    if not at:
+        return str(verdict.reason)
+    env = {symbol(k) if isinstance(k, str) else k: v for k, v in at.items()}
+    where = ", ".join(f"{k}={v}" for k, v in at.items())
+    for kind, conditions in (("the serving program's guard", guards), ("the graphs' agreement", obligations)):
+        failing = next((c for c in conditions if truth(c, env) is False), None)
+        if failing is not None:
+            return f"{kind} {F.formula_str(failing)} is false at {where}"
+    return f"{verdict.reason} at {where}"
+
+
 def serves(a, b, box: dict, strategy: str = "cascade", timeout: float = MERGE_TIMEOUT,
            quick: float = DEFAULT_TIMEOUT) -> Merge:
     """Whether trace ``a``'s program computes trace ``b``'s function on ``b``'s region (see module doc).
@@ -425,8 +440,8 @@ def serves(a, b, box: dict, strategy: str = "cascade", timeout: float = MERGE_TI
         return no(f"fails at its own example: {failing}")
     verdict = prove(goal, ranges=box, facts=facts, strategy=strategy, timeout=timeout)
     if not verdict.proven:
-        why = verdict.reason or verdict.counterexample
-        return no(f"not proven over the region ({verdict.status.value}: {why})")
+        return no(f"not proven over the region ({verdict.status.value}: "
+                  f"{_failing_part(verdict, needed, obligations)})")
     return Merge(True, f"{len(accepted)} identities, {len(obligations)} obligations",
                  time.perf_counter() - start)
 

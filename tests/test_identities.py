@@ -198,3 +198,16 @@ def test_inputs_at_another_point_are_writable_zeros_of_the_examples_dtype(dtype)
         assert resized.sum() == 1
     (same,), _ = inputs_at(torch.nn.Identity(), (example,), None, {"L['input'].size()[0]": 2})
     assert same is example                          # a tensor whose shape does not change is the example
+
+
+def test_a_refused_merge_names_the_condition_that_fails_on_the_other_region_and_where():
+    """A's pad branch asks ``T < 10`` (B's path never does): true at B's example T = 8, false at T = 12 of
+    B's region, so the merge is refused, and the reason says which condition fails at which point."""
+
+    def pad_below_ten(x, t):
+        return F_nn.pad(x, (0, 0, 0, (4 - t % 4) % 4)) if t < 10 else F_nn.pad(x, (0, 0, 0, 4 - t % 4))
+
+    a, b = _traces(Branch(pad_below_ten), torch.randn(2, 5, 3), ({1: Dim("T", min=4, max=40)},), {"T": 8})
+    answer = serves(a, b, a.ranges)
+    assert not answer.ok
+    assert "the serving program's guard T < 10 is false at T=" in answer.reason, answer.reason
