@@ -158,8 +158,8 @@ class _Narrower:
         A side whose program serves the first trace (by identities) but not
         every trace of its group may still be served by a more general trace:
         Swin's window pads at two stages each need the other's pad to be
-        served.  One trace where all such sides are taken at once decides them
-        together.
+        served.  One trace where every guard that may merge is on its other
+        side at once decides them together (``_trace_every_side``).
         """
         found: list = []
         maybe: list = []
@@ -184,14 +184,30 @@ class _Narrower:
             else:
                 found.append(violation)
                 restriction = F.conj(restriction, guard)
-        if maybe:
-            every_side = F.conj(restriction, *(F.neg(g) for v, g in self.guards if id(v) in sides))
+        merging = [g for v, g in self.guards if all(v is not f for f in found)]
+        if maybe or len(merging) > 1:
+            self._trace_every_side(restriction, merging, [g for v, g in self.guards if id(v) in sides])
+            found += [v for v in maybe if not self.served(sides[id(v)])]
+        return found
+
+    def _trace_every_side(self, restriction: F.Formula, merging: list, maybe: list) -> None:
+        """Trace where every guard that may merge is on its other side at once, else every ``maybe`` one.
+
+        A trace specializes its program to the guards true at its example
+        (``(H // 4) % 4 == 0`` rewrites ``H // 4`` as a multiple of 4 in every
+        shape after it), so only a trace where no pad guard holds gives a
+        program general enough to serve the mixed regions (a pad on W but not
+        on H) as well as the others.
+        """
+        for flipped in (merging, maybe):
+            if not flipped:
+                continue
+            every_side = F.conj(restriction, *(F.neg(g) for g in flipped))
             verdict = prove(F.neg(every_side), ranges=self.box, strategy=self.strategy, timeout=self.timeout)
             if verdict.refuted:
                 assert verdict.counterexample is not None, "a refuted verdict has a counterexample"
                 self.trace_at(verdict.counterexample)
-            found += [v for v in maybe if not self.served(sides[id(v)])]
-        return found
+                return
 
     def verified(self, allowed: F.Formula) -> bool:
         """Whether the first program's group serves every point of ``allowed``, tracing where unsure."""

@@ -345,3 +345,29 @@ def test_a_guard_that_excludes_a_sliver_of_the_range_costs_no_trace_of_its_own()
     assert sum(len(r.traces) for r in info.value.regions) == 2    # the example's and T = 4's (no padding)
     fixes = info.value.report.combined_fixes
     assert [f.description for f in fixes] == ["T = 4*Dim('T_4', min=1, max=255) + 2"]
+
+
+def test_the_narrowing_traces_where_every_guard_that_may_merge_is_on_its_other_side_at_once():
+    """A trace specializes its shapes to the guards true at its example (``(H // 4) % 4 == 0`` makes every
+    later ``H // 4`` a multiple of 4), so the program that may serve the mixed regions (a pad on W but not
+    on H) comes from a point where no pad guard holds: every merging guard flips there, not only those
+    still in doubt; where they cannot all flip, the doubtful ones do."""
+    from shapeproof import solver as F
+    from shapeproof.export.narrow import _Narrower
+    from shapeproof.solver import FloorDiv, Mod, symbol, truth
+
+    h, w = symbol("H"), symbol("W")
+    narrower = object.__new__(_Narrower)
+    narrower.box, narrower.strategy, narrower.timeout = {h: (8, 96), w: (8, 96)}, "cascade", 2.0
+    traced = []
+    narrower.trace_at = traced.append
+    restriction = F.eq(Mod(w, 4), 0)                                  # the genuine patch pad
+    h_window, w_window = F.eq(Mod(FloorDiv(h, 4), 4), 0), F.eq(Mod(FloorDiv(w, 4), 4), 0)
+    w_merge = F.eq(Mod(FloorDiv(w, 8), 2), 0)
+    narrower._trace_every_side(restriction, [h_window, w_window, w_merge], [h_window])
+    point = {symbol(k): v for k, v in traced[-1].items()}
+    flipped = [truth(g, point) for g in (restriction, h_window, w_window, w_merge)]
+    assert flipped == [True, False, False, False]
+    narrower._trace_every_side(restriction, [restriction, h_window], [h_window])      # cannot all flip
+    point = {symbol(k): v for k, v in traced[-1].items()}
+    assert [truth(g, point) for g in (restriction, h_window)] == [True, False]
