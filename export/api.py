@@ -26,6 +26,10 @@ __all__ = ["export", "export_with_report", "ExportResult", "suggest_dynamic_shap
 
 # region predicates in an error message are cut to this many characters (all of them are in error.regions)
 REGION_WIDTH = 400
+# Traces (the first included) that widen a program torch.export would restrict with input checks over
+# several dims, without split or a time_budget: ViT's `num_patches == num_positions and height == width`
+# needs a third trace to cover the declared ranges, whose program differs and so widens nothing.
+WIDENING_TRACES = 2
 
 
 @dataclass
@@ -129,33 +133,40 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
         if report.restrictions:
             # torch.export keeps these as input checks; other traces may show that the program serves
             # more (a check over named dims may then become the whole region of the program, hence the
-            # longer search)
+            # longer search).  Each trace costs about torch's whole export, so without split or a
+            # budget of the caller's, widening such a check takes one more trace: the program then checks
+            # the regions of the traces it serves, which always include torch's own
+            named = bool(_named_relations(first.engine, report))
+            capped = named and not split and stop_at is None
             search = _search(model, args, kwargs, spec, first, chosen, timeout, max_regions, split,
-                             one_program_only=not split and not _named_relations(first.engine, report),
-                             options=options, stop_at=stop_at, progress=progress)
+                             one_program_only=not split and not named, options=options, stop_at=stop_at,
+                             progress=progress, max_total=WIDENING_TRACES if capped else None)
             if search.covered and len(search.regions) == 1:
                 return result(_serving(search), search, _warn(notes))
             if search.covered and split:
                 return result(split_program(model, first, search), search, _warn(notes))
+            widened = len(search.regions[0].traces) > 1      # the regions its program serves, whatever else
             kept = (python_guard(search.regions[0].predicate, variable_sources(first.sizes))
-                    if search.covered else None)
+                    if search.covered or (widened and not split) else None)
             if kept is not None:
                 set_input_checks(search.regions[0].traces[0], kept)
+                further = "" if search.covered else ", or with a time_budget to look for a wider program"
                 return result(search.regions[0].program, search, _warn(notes + [
                     "the program rejects inputs outside its region (like torch.export, which keeps guards "
                     f"over several dims as input checks): {kept}; export with split=True for one package "
-                    "covering every region"]))
+                    f"covering every region{further}"]))
         return result(first.program, search, _warn(notes + _restriction_notes(first.engine, report, split)))
     finally:
         after_first.restore()
 
 
 def _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split, one_program_only,
-            options, stop_at, progress):
+            options, stop_at, progress, max_total=None):
     max_traces = TRACES_PER_REGION * max_regions if split else None
     return search_regions(model, args, kwargs, spec, first, strategy=strategy, timeout=timeout,
-                          max_regions=max_regions, max_traces=max_traces, one_program_only=one_program_only,
-                          options=options, stop_at=stop_at, progress=progress)
+                          max_regions=max_regions, max_traces=max_traces, max_total=max_total,
+                          one_program_only=one_program_only, options=options, stop_at=stop_at,
+                          progress=progress)
 
 
 def _serving(search: RegionSearch) -> ExportedProgram:

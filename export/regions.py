@@ -328,8 +328,8 @@ def lazy_zeros(shape: list[int], dtype: torch.dtype, device: torch.device) -> to
 # ---------------------------------------------------------------------------- the search
 
 def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, timeout: float,
-                   max_regions: int, max_traces: int | None = None, one_program_only: bool = False,
-                   options: dict | None = None, stop_at: float | None = None,
+                   max_regions: int, max_traces: int | None = None, max_total: int | None = None,
+                   one_program_only: bool = False, options: dict | None = None, stop_at: float | None = None,
                    progress: bool = False) -> RegionSearch:
     """Trace at points outside the regions found so far until they cover the declared ranges.
 
@@ -337,13 +337,14 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
     ``progress`` shows a bar of traces on stderr (``progress.py``).
 
     ``max_traces`` (default ``max_regions``) bounds the traces that no
-    identity merged into an earlier program; ``TRACES_PER_REGION *
-    max_regions`` bounds all of them.  With ``one_program_only`` the search
-    stops once two programs differ in a way no later trace could unify (the
-    caller can only use a single program valid everywhere).
+    identity merged into an earlier program; ``max_total`` (default
+    ``TRACES_PER_REGION * max_regions``) bounds all of them.  With
+    ``one_program_only`` the search stops once two programs differ in a way
+    no later trace could unify (the caller can only use a single program
+    valid everywhere).
     """
     max_traces = max_regions if max_traces is None else max_traces
-    max_total = max(max_traces, TRACES_PER_REGION * max_regions)
+    max_total = max(max_traces, TRACES_PER_REGION * max_regions) if max_total is None else max_total
     search = RegionSearch([first])
     programs = Programs(search.box, strategy, timeout)
     programs.add(first)

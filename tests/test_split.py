@@ -136,6 +136,27 @@ def test_default_keeps_a_multi_dim_branch_as_an_input_check_that_accepts_more_th
         assert torch.allclose(package.module()(x), _eager(model, x)), (h, w)
 
 
+def test_widening_past_torchs_input_check_takes_one_more_trace_unless_given_a_budget():
+    """The trace at H = W = 8 (the fast path) is needed to cover the ranges but gives another program, so
+    it widens nothing without split: by default the search stops after the trace that does widen (the
+    check accepts H != W where (H//4)*(W//4) == 4), and says a time_budget may look further."""
+    model = FastPathAtNativeSize()
+    spec = ({1: Dim("H", min=4, max=32), 2: Dim("W", min=4, max=32)},)
+    example = (torch.randn(2, 8, 12),)
+    default = shapeproof.export_with_report(model, example, dynamic_shapes=spec)
+    budgeted = shapeproof.export_with_report(model, example, dynamic_shapes=spec, time_budget=600)
+    assert (len(default.regions.traces), len(budgeted.regions.traces)) == (2, 3)
+    assert any("time_budget" in w for w in default.warnings)
+    assert not any("time_budget" in w for w in budgeted.warnings)
+    for result in (default, budgeted):
+        module = result.program.module()
+        for h, w in [(4, 16), (16, 4), (4, 4), (32, 32), (9, 10), (12, 8)]:
+            x = torch.randn(2, h, w)
+            assert torch.allclose(module(x), _eager(model, x)), (h, w)
+        with pytest.raises(AssertionError, match="Guard failed"):
+            module(torch.randn(2, 8, 8))
+
+
 def test_partition_check_catches_gaps_and_overlaps():
     box = {symbol("T"): (2, 64)}
     good = [parse_condition("T % 4 != 0"), parse_condition("T % 4 == 0")]
