@@ -145,7 +145,8 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
                 return result(_serving(search), search, _warn(notes))
             if search.covered and split:
                 return result(split_program(model, first, search), search, _warn(notes))
-            widened = len(search.regions[0].traces) > 1      # the regions its program serves, whatever else
+            # the regions the first program's group serves, covered or not (none: a guard beyond input sizes)
+            widened = bool(search.regions) and len(search.regions[0].traces) > 1
             kept = (python_guard(search.regions[0].predicate, variable_sources(first.sizes))
                     if search.covered or (widened and not split) else None)
             if kept is not None:

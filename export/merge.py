@@ -388,8 +388,8 @@ def _point(trace) -> dict:
 
 
 def _failing_part(verdict, guards: list, obligations: list) -> str:
-    """Which condition of a refuted merge fails at the counterexample, and there (else the solver's
-    reason)."""
+    """The condition of a refused merge that is false at the solver's counterexample, and that point
+    (else the solver's reason)."""
     at = verdict.counterexample
     if not at:
         return str(verdict.reason)
