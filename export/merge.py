@@ -36,6 +36,7 @@ from sympy import Integer
 
 from .identities import RULES, OpView, arguments
 from .program_terms import ProgramTerms, Unreadable, is_sym_node, is_tensor_node
+from .progress import point_str
 
 __all__ = ["Merge", "serves", "could_unify"]
 
@@ -379,8 +380,7 @@ def _no_identity(node, terms: ProgramTerms, point: dict) -> str:
         return ""
     if rewrite is None:
         return f"; no {rule.name} rule applies to its arguments"
-    where = ", ".join(f"{k}={v}" for k, v in point.items())
-    return f"; it is no identity at {where}: {F.formula_str(rewrite.condition)} is false there"
+    return f"; it is no identity at {point_str(point)}: {F.formula_str(rewrite.condition)} is false there"
 
 
 def _point(trace) -> dict:
@@ -393,13 +393,12 @@ def _failing_part(verdict, guards: list, obligations: list) -> str:
     at = verdict.counterexample
     if not at:
         return str(verdict.reason)
-    env = {symbol(k) if isinstance(k, str) else k: v for k, v in at.items()}
-    where = ", ".join(f"{k}={v}" for k, v in at.items())
+    env = {symbol(k): v for k, v in at.items()}
     for kind, conditions in (("the serving program's guard", guards), ("the graphs' agreement", obligations)):
         failing = next((c for c in conditions if truth(c, env) is False), None)
         if failing is not None:
-            return f"{kind} {F.formula_str(failing)} is false at {where}"
-    return f"{verdict.reason} at {where}"
+            return f"{kind} {F.formula_str(failing)} is false at {point_str(at)}"
+    return f"{verdict.reason} at {point_str(at)}"
 
 
 def serves(a, b, box: dict, strategy: str = "cascade", timeout: float = MERGE_TIMEOUT,

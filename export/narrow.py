@@ -25,6 +25,7 @@ from shapeproof import solver as F      # the solver's facade: conditions, quest
 from shapeproof.shapes import Fix, FixKind, joint_fixes
 from shapeproof.solver import Mod, prove, symbol, truth
 
+from .progress import point_str
 from .regions import (
     COVERAGE_TIMEOUT,
     TRACES_PER_REGION,
@@ -56,8 +57,7 @@ class Narrowing:
     seconds: float
 
     def describe(self) -> str:
-        at = ", ".join(f"{k}={v}" for k, v in self.program_point.items())
-        return ("one program (traced at " + at + ") serves every input with "
+        return ("one program (traced at " + point_str(self.program_point) + ") serves every input with "
                 + "; ".join(f.description for f in self.fixes)
                 + f" (verified by the solver over the traces' regions; {self.traces} more trace(s), "
                   f"{self.seconds:.1f} s)")

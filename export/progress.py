@@ -12,7 +12,12 @@ import os
 import sys
 import warnings
 
-__all__ = ["TraceProgress", "wanted"]
+__all__ = ["TraceProgress", "point_str", "wanted"]
+
+
+def point_str(point: dict) -> str:
+    """A traced point as messages print it: ``B=2, H=64, W=96``."""
+    return ", ".join(f"{k}={v}" for k, v in point.items())
 
 
 def wanted(progress: bool) -> bool:
@@ -36,8 +41,7 @@ class TraceProgress:
 
     def traced(self, point: dict, programs: int, seconds: float) -> None:
         if self.bar is not None:
-            at = ", ".join(f"{k}={v}" for k, v in point.items())
-            self.bar.set_postfix_str(f"at {at} ({seconds:.1f} s), {programs} program(s)")
+            self.bar.set_postfix_str(f"at {point_str(point)} ({seconds:.1f} s), {programs} program(s)")
             self.bar.update(1)
 
     def close(self) -> None:

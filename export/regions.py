@@ -46,7 +46,7 @@ from sympy import Expr, Symbol
 
 from .merge import Merge, could_unify, serves
 from .program_terms import ProgramTerms
-from .progress import TraceProgress, wanted
+from .progress import TraceProgress, point_str, wanted
 from .specs import dim_specs
 
 # A coverage question is asked once per trace (seconds each) and unions of regions are
@@ -124,7 +124,7 @@ class RegionSearch:
         """One line per region; predicates longer than ``width`` characters are cut (Swin's run to 36 KB)."""
         lines = []
         for i, region in enumerate(self.regions, 1):
-            at = "; ".join(", ".join(f"{k}={v}" for k, v in t.point.items()) for t in region.traces)
+            at = "; ".join(point_str(t.point) for t in region.traces)
             text = str(region.predicate)
             if width is not None and len(text) > width:
                 text = f"{text[:width]}... ({len(text)} characters in all)"
@@ -354,7 +354,7 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
     while True:
         if failing is not None:
             point, failure = failing
-            where = _point_str({**first.point, **point})
+            where = point_str({**first.point, **point})
             search.reason = (f"at {where} the model itself fails (run at those shapes on fake tensors): "
                              f"{_first_line(failure)}")
             break
@@ -390,7 +390,7 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
         point = {**first.point, **counterexample}
         tied = sorted(set(counterexample) - settable(first.sizes))
         if tied:
-            search.reason = (f"no inputs realize {_point_str(counterexample)}: torch ties "
+            search.reason = (f"no inputs realize {point_str(counterexample)}: torch ties "
                              f"{', '.join(tied)} to other dims")
             break
         new_args, new_kwargs = inputs_at(model, args, kwargs, input_sizes(first.sizes, point))
@@ -398,12 +398,12 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
         search.traces.append(found)
         if found.program is None:
             assert found.failure is not None          # a trace without a program says why
-            search.reason = (f"at {_point_str(found.point)} the model itself cannot be traced: "
+            search.reason = (f"at {point_str(found.point)} the model itself cannot be traced: "
                              f"{_first_line(found.failure)}")
             break
         if found.region is None or truth(found.region,
                                          {symbol(k): v for k, v in found.point.items()}) is not True:
-            search.reason = f"the trace at {_point_str(found.point)} does not hold at its own example"
+            search.reason = f"the trace at {point_str(found.point)} does not hold at its own example"
             break
         programs.add(found)
         bar.traced(found.point, len(programs.groups), found.seconds)
@@ -457,8 +457,8 @@ class Programs:
 
     def _note(self, a: Trace, b: Trace, answer: Merge) -> None:
         if answer.reason != "identical graphs":
-            self.log.append(f"the program traced at {_point_str(a.point)} serves the region traced at "
-                            f"{_point_str(b.point)} ({answer.reason}, {answer.seconds:.1f} s)")
+            self.log.append(f"the program traced at {point_str(a.point)} serves the region traced at "
+                            f"{point_str(b.point)} ({answer.reason}, {answer.seconds:.1f} s)")
 
     def may_unify(self) -> bool:
         """Whether a later trace might still serve every group (no difference is known to be real)."""
@@ -468,7 +468,7 @@ class Programs:
     def apart(self) -> str:
         """Why the first two programs stay apart, both ways, for messages."""
         a, b = self.groups[0][0], self.groups[1][0]
-        return (f"the program traced at {_point_str(a.point)} does not serve {_point_str(b.point)} "
+        return (f"the program traced at {point_str(a.point)} does not serve {point_str(b.point)} "
                 f"({self.serves(a, b).reason}), nor the other way round ({self.serves(b, a).reason})")
 
 
@@ -526,10 +526,6 @@ def settable(sizes: dict[str, Expr]) -> set[str]:
     giving it a value of its own cannot be traced.
     """
     return {next(iter(term.free_symbols)).name for term in sizes.values() if len(term.free_symbols) == 1}
-
-
-def _point_str(point: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in point.items())
 
 
 def union_of(members: list[Trace]) -> F.Formula:
