@@ -23,17 +23,24 @@ class Recent(Generic[V]):
         self._items: OrderedDict[Hashable, V] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get_or_make(self, key: Hashable, make: Callable[[], V]) -> V:
+    def get(self, key: Hashable) -> V | None:
         with self._lock:
             found = self._items.get(key)
             if found is not None:
                 self._items.move_to_end(key)
-                return found
-        found = make()
+            return found
+
+    def put(self, key: Hashable, value: V) -> None:
         with self._lock:
-            self._items[key] = found
+            self._items[key] = value
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
+
+    def get_or_make(self, key: Hashable, make: Callable[[], V]) -> V:
+        found = self.get(key)
+        if found is None:
+            found = make()
+            self.put(key, found)
         return found
 
     def drop_oldest_while(self, too_much: Callable[[list[V]], bool]) -> None:

@@ -18,8 +18,6 @@ nested pad-to-multiple guards that Z3 alone gives up on into easy ones.
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -76,14 +74,15 @@ class Reductions:
     the facts alone give (``_FactsReduced``) is kept too, by the facts and their
     symbols' ranges: the questions of one trace share their facts, and
     normalizing Swin-sized facts again for each question was most of the cost.
+    And the normal forms found over each of the last few boxes
+    (``SharedForms``), which the questions of one trace share.
     """
 
     def __init__(self, size: int = 256):
         self.size = size
-        self._items: OrderedDict[tuple, Reduction] = OrderedDict()
+        self._items: Recent[Reduction] = Recent(size)
         self._facts: Recent[_FactsReduced] = Recent(size)
         self._forms: Recent[SharedForms] = Recent(_BOXES_WITH_FORMS)
-        self._lock = threading.Lock()
 
     def release(self) -> None:
         """Drop the shared normal forms (kept only to answer faster; the reductions stay)."""
@@ -95,14 +94,10 @@ class Reductions:
                                        SharedForms)
 
     def get(self, key: tuple) -> Reduction | None:
-        with self._lock:
-            return self._items.get(key)
+        return self._items.get(key)
 
     def put(self, key: tuple, reduction: Reduction) -> None:
-        with self._lock:
-            self._items[key] = reduction
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+        self._items.put(key, reduction)
 
     def facts_reduced(self, problem: Problem, deadline: Deadline | None) -> _FactsReduced:
         return self._facts.get_or_make(_facts_key(problem), lambda: _reduce_facts(problem, deadline))
