@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 
 from shapeproof import solver as F      # the solver's facade: conditions, questions
-from shapeproof.shapes import Fix, FixKind, joint_fixes
+from shapeproof.shapes import Fix, FixKind, dim_fix, joint_fixes
 from shapeproof.solver import Mod, prove, symbol, truth
 
 from .progress import point_str
@@ -224,6 +224,70 @@ class _Narrower:
                 return False
 
 
+    def widened(self, fixes: list[Fix]) -> list[Fix]:
+        """Verified ``fixes`` with each bound moved out as far as the traces made so far serve.
+
+        The fixes solve the first trace's guards, which it states over shapes
+        the guards true at its example specialized: traced where no pad is
+        taken, Swin's window clamp on the padded half size reads as one on
+        ``H // 8`` (H >= 48 where the padding program's clamp allows 36).  The
+        coverage proof shows, with no new trace, how far the regions already
+        served reach: bisection over each bound, one dim at a time.
+        """
+        region = self.group_region()
+        dims = {info.label: info for info in self.first.engine.symbols.values()}
+        chosen: list[Fix | None] = list(fixes)
+
+        def covered(i: int, fix: Fix | None) -> bool:
+            if self.stop_at is not None and time.perf_counter() >= self.stop_at:
+                return False
+            allowed = fix_predicate([f for f in chosen[:i] + [fix] + chosen[i + 1:] if f is not None])
+            return allowed is not None and prove(F.disj(F.neg(allowed), region), ranges=self.box,
+                                                 strategy=self.strategy, timeout=COVERAGE_TIMEOUT).proven
+
+        for i, fix in enumerate(fixes):
+            if fix.kind not in (FixKind.RANGE, FixKind.MULTIPLE) or fix.dim not in dims:
+                continue
+            info = dims[fix.dim]
+            lo, hi, step, rest = _sizes(fix)
+            (range_lo, range_hi), modulus = info.range, fix.modulus
+
+            def with_bounds(a, b):
+                return dim_fix(fix.dim, a, b, info.range, info.declared, modulus, rest)
+
+            if lo is not None and range_lo is not None and lo - step >= range_lo:
+                steps = (lo - range_lo) // step
+                lo -= step * _largest(lambda k: covered(i, with_bounds(lo - k * step, hi)), steps)
+            if hi is not None and range_hi is not None and hi + step <= range_hi:
+                steps = (range_hi - hi) // step
+                hi += step * _largest(lambda k: covered(i, with_bounds(lo, hi + k * step)), steps)
+            chosen[i] = with_bounds(lo, hi)
+        return [f for f in chosen if f is not None]
+
+
+def _sizes(fix: Fix) -> tuple[int | None, int | None, int, int]:
+    """A range or multiple fix's bounds on the dim's own sizes, with its step and remainder."""
+    if fix.kind is FixKind.RANGE:
+        return fix.min, fix.max, 1, 0
+    step, rest = fix.modulus, fix.remainder
+    assert step is not None, "a multiple fix has a modulus"
+    return (None if fix.min is None else step * fix.min + rest,
+            None if fix.max is None else step * fix.max + rest, step, rest)
+
+
+def _largest(holds, most: int) -> int:
+    """The largest ``k`` in ``[0, most]`` with ``holds(k)``, for ``holds`` true at 0 and monotone
+    (bisection); only a ``k`` where it held is returned."""
+    low, high = 0, most
+    while low < high:
+        middle = (low + high + 1) // 2
+        if holds(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def widest_single_program(model, args, kwargs, spec, first: Trace, search: RegionSearch, *, strategy: str,
                           timeout: float, options: dict | None, stop_at: float | None,
                           capped: bool = True) -> tuple[Narrowing | None, str | None]:
@@ -275,4 +339,5 @@ def widest_single_program(model, args, kwargs, spec, first: Trace, search: Regio
                       f"but verifying it needs more traces than this export's budget allowed "
                       f"({narrower.added} more, {time.perf_counter() - start:.1f} s); export with a larger "
                       "time_budget to verify it")
-    return Narrowing(fixes, narrower.group()[0].point, narrower.added, time.perf_counter() - start), None
+    return Narrowing(narrower.widened(fixes), narrower.group()[0].point, narrower.added,
+                     time.perf_counter() - start), None

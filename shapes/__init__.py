@@ -7,7 +7,7 @@ import only these names (``tests/test_layers.py`` checks).
 from .env import ShapeEnv
 from .errors import CheckFailed, DataDependentError, InputOutOfRange, ShapeError
 from .explain import DimInfo, Explanation, explain
-from .fixes import Fix, FixKind, joint_fixes
+from .fixes import Fix, FixKind, dim_fix, joint_fixes
 from .html_report import render_html
 from .inputs import InputError, check_name, check_span
 from .provenance import Frame, Provenance, capture, is_user_frame
@@ -19,7 +19,7 @@ from .symbols import DimKind, Source, SymbolInfo
 __all__ = [
     "ShapeEnv", "DimKind", "Source", "SymbolInfo", "Guard", "RuntimeAssert", "Query", "GuardReport",
     "Violation",
-    "Explanation", "DimInfo", "explain", "explain_guard", "Fix", "FixKind", "joint_fixes",
+    "Explanation", "DimInfo", "explain", "explain_guard", "Fix", "FixKind", "dim_fix", "joint_fixes",
     "Provenance", "Frame", "capture",
     "ShapeError", "DataDependentError", "CheckFailed", "InputOutOfRange",
     # for the tracer and export

@@ -436,18 +436,26 @@ def joint_fixes(env: EnvView, violations, timeout: float = 1.0) -> list[Fix] | N
     fixes = []
     for s, state in sorted(states.items(), key=lambda kv: kv[0].name):
         info = env.symbols[s]
-        label, declared_range = info.label, info.declared
-        if (state.lo, state.hi) == info.range and state.modulus is None:
-            continue
-        if state.lo is not None and state.lo == state.hi:
-            fixes.append(Fix(FixKind.STATIC, label, f"{label} only works as {state.lo}", value=state.lo))
-        elif state.modulus is None:
-            fixes.append(Fix(FixKind.RANGE, label, f"{label} = {_spec(label, state.lo, state.hi)}",
-                             min=state.lo, max=state.hi, kept=_kept(state.lo, state.hi, declared_range)))
-        else:
-            fix = _as_multiple(label, state.modulus, state.remainder, state.lo, state.hi, declared_range)
-            if fix.min is not None and fix.min == fix.max:    # one size left
-                value = state.modulus * fix.min + state.remainder
-                fix = Fix(FixKind.STATIC, label, f"{label} only works as {value}", value=value)
+        fix = dim_fix(info.label, state.lo, state.hi, info.range, info.declared,
+                      state.modulus, state.remainder)
+        if fix is not None:
             fixes.append(fix)
     return fixes
+
+
+def dim_fix(label: str, lo: int | None, hi: int | None, current: tuple, declared: tuple,
+            modulus: int | None = None, remainder: int = 0) -> Fix | None:
+    """The fix that keeps ``label`` within ``[lo, hi]`` (and ``== remainder`` mod ``modulus``), None when
+    that is its whole ``current`` range; ``declared`` is what the share kept is counted against."""
+    if (lo, hi) == current and modulus is None:
+        return None
+    if lo is not None and lo == hi:
+        return Fix(FixKind.STATIC, label, f"{label} only works as {lo}", value=lo)
+    if modulus is None:
+        return Fix(FixKind.RANGE, label, f"{label} = {_spec(label, lo, hi)}", min=lo, max=hi,
+                   kept=_kept(lo, hi, declared))
+    fix = _as_multiple(label, modulus, remainder, lo, hi, declared)
+    if fix.min is not None and fix.min == fix.max:    # one size left
+        value = modulus * fix.min + remainder
+        return Fix(FixKind.STATIC, label, f"{label} only works as {value}", value=value)
+    return fix

@@ -371,3 +371,33 @@ def test_the_narrowing_traces_where_every_guard_that_may_merge_is_on_its_other_s
     narrower._trace_every_side(restriction, [restriction, h_window], [h_window])      # cannot all flip
     point = {symbol(k): v for k, v in traced[-1].items()}
     assert [truth(g, point) for g in (restriction, h_window)] == [True, False]
+
+
+class PadThenBlocks(torch.nn.Module):
+    """Pads T to a multiple of 4 when needed (a pad that merges), then a genuine path when the padded T
+    holds fewer than ten blocks of 4: it serves T <= 36, the padding program T >= 37."""
+
+    def forward(self, x):  # (B, T)
+        t = x.shape[-1]
+        pad = (4 - t % 4) % 4
+        if pad > 0:
+            x = F_nn.pad(x, (0, pad))
+        blocks = x.view(x.shape[0], -1, 4)
+        if blocks.shape[1] // 2 > 4:
+            return blocks.sum(-1)
+        return blocks.amax(-1)
+
+
+def test_the_widest_range_reaches_as_far_as_the_regions_already_traced_serve():
+    """Traced at T = 64 (no pad), the clamp reads ``(T // 4) // 2 > 4``: T >= 40.  The padding program's
+    region, traced already, states it over the padded size (``ceil(T / 4) // 2 > 4``) and holds T = 37..39
+    too; the coverage proof shows it, and T >= 37 is offered."""
+    model = PadThenBlocks()
+    fixes, program = _narrowed(model, torch.randn(2, 64), ({1: Dim("T", min=8, max=64)},))
+    assert [(f.dim, f.kind, f.min, f.max) for f in fixes] == [("T", "range", 37, 64)]
+    module = program.module()
+    for t in (37, 64, 38, 39, 40, 41, 52, 63):          # the ends, then padded and not
+        x = torch.randn(2, t)
+        assert torch.equal(module(x), model(x)), t
+    with pytest.raises(AssertionError):
+        module(torch.randn(2, 36))                        # the other path: rejected, not wrong
