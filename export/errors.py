@@ -72,8 +72,10 @@ class ExportError(Exception):
                          + "; ".join(f.description for f in combined))
         if self.narrowing is not None:
             lines.append(f"\nWider: {self.narrowing.describe()}")
-        applied = ("that wider restriction." if self.narrowing is not None
-                   else "that combined fix." if combined else "the best fix of each.")
-        lines.append("\nshapeproof.suggest_dynamic_shapes(error, dynamic_shapes) applies " + applied)
+        applied = ("that wider restriction" if self.narrowing is not None
+                   else "that combined fix" if combined else "the best fix of each")
+        ready = ("; error.narrowing.program is that program already, checking its inputs against it"
+                 if self.narrowing is not None and self.narrowing.program is not None else "")
+        lines.append(f"\nshapeproof.suggest_dynamic_shapes(error, dynamic_shapes) applies {applied}{ready}.")
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)

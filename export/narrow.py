@@ -21,6 +21,8 @@ import math
 import time
 from dataclasses import dataclass
 
+from torch.export import ExportedProgram
+
 from shapeproof import solver as F      # the solver's facade: conditions, questions
 from shapeproof.shapes import Fix, FixKind, dim_fix, joint_fixes
 from shapeproof.solver import Mod, prove, symbol, truth
@@ -34,9 +36,12 @@ from .regions import (
     canonical,
     input_sizes,
     inputs_at,
+    python_guard,
+    set_input_checks,
     settable,
     trace,
     union_of,
+    variable_sources,
 )
 
 __all__ = ["Narrowing", "widest_single_program"]
@@ -55,6 +60,8 @@ class Narrowing:
     program_point: dict[str, int]     # where the serving program was traced
     traces: int                       # traces the narrowing took (beyond the search's)
     seconds: float
+    # the serving program, checking its inputs against the fixes: no export again (which would trace again)
+    program: ExportedProgram | None = None
 
     def describe(self) -> str:
         return ("one program (traced at " + point_str(self.program_point) + ") serves every input with "
@@ -339,5 +346,10 @@ def widest_single_program(model, args, kwargs, spec, first: Trace, search: Regio
                       f"but verifying it needs more traces than this export's budget allowed "
                       f"({narrower.added} more, {time.perf_counter() - start:.1f} s); export with a larger "
                       "time_budget to verify it")
-    return Narrowing(narrower.widened(fixes), narrower.group()[0].point, narrower.added,
-                     time.perf_counter() - start), None
+    fixes = narrower.widened(fixes)
+    serving = narrower.group()[0]
+    check = python_guard(fix_predicate(fixes) or F.TRUE, variable_sources(first.sizes))
+    if check is not None:
+        set_input_checks(serving, check)
+    return Narrowing(fixes, serving.point, narrower.added, time.perf_counter() - start,
+                     serving.program if check is not None else None), None

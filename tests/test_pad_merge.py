@@ -392,12 +392,18 @@ def test_the_widest_range_reaches_as_far_as_the_regions_already_traced_serve():
     """Traced at T = 64 (no pad), the clamp reads ``(T // 4) // 2 > 4``: T >= 40.  The padding program's
     region, traced already, states it over the padded size (``ceil(T / 4) // 2 > 4``) and holds T = 37..39
     too; the coverage proof shows it, and T >= 37 is offered."""
-    model = PadThenBlocks()
-    fixes, program = _narrowed(model, torch.randn(2, 64), ({1: Dim("T", min=8, max=64)},))
-    assert [(f.dim, f.kind, f.min, f.max) for f in fixes] == [("T", "range", 37, 64)]
-    module = program.module()
-    for t in (37, 64, 38, 39, 40, 41, 52, 63):          # the ends, then padded and not
-        x = torch.randn(2, t)
-        assert torch.equal(module(x), model(x)), t
-    with pytest.raises(AssertionError):
-        module(torch.randn(2, 36))                        # the other path: rejected, not wrong
+    model, spec = PadThenBlocks(), ({1: Dim("T", min=8, max=64)},)
+    with pytest.raises(shapeproof.ExportError) as info:
+        shapeproof.export(model, (torch.randn(2, 64),), dynamic_shapes=spec, time_budget=900)
+    narrowing = info.value.narrowing
+    assert [(f.dim, f.kind, f.min, f.max) for f in narrowing.fixes] == [("T", "range", 37, 64)]
+    assert "error.narrowing.program is that program" in str(info.value)
+    again = shapeproof.export(model, (torch.randn(2, 64),),
+                              dynamic_shapes=shapeproof.suggest_dynamic_shapes(info.value, spec))
+    for program in (narrowing.program, again):       # the one the error holds, and the export with its fix
+        module = program.module()
+        for t in (37, 64, 38, 39, 40, 41, 52, 63):      # the ends, then padded and not
+            x = torch.randn(2, t)
+            assert torch.equal(module(x), model(x)), t
+        with pytest.raises(AssertionError):
+            module(torch.randn(2, 36))                    # the other path: rejected, not wrong
