@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from torch.export import ExportedProgram
 
@@ -61,7 +61,7 @@ class Narrowing:
     traces: int                       # traces the narrowing took (beyond the search's)
     seconds: float
     # the serving program, checking its inputs against the fixes: no export again (which would trace again)
-    program: ExportedProgram | None = None
+    program: ExportedProgram | None = field(default=None, repr=False)
 
     def describe(self) -> str:
         return ("one program (traced at " + point_str(self.program_point) + ") serves every input with "
@@ -229,7 +229,6 @@ class _Narrower:
             found = self.trace_at(verdict.counterexample)
             if found is None or not self.served(found):
                 return False
-
 
     def widened(self, fixes: list[Fix]) -> list[Fix]:
         """Verified ``fixes`` with each bound moved out as far as the traces made so far serve.
