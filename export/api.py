@@ -273,9 +273,10 @@ def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, d
     the answer is what the traces so far support (the error says so).
     Without ``split``, a failed search then looks for the widest range one
     program serves, verified (``error.narrowing``; ``suggest_dynamic_shapes``
-    applies it), within ``time_budget``, else within about the time spent so
-    far and a few traces; when that runs out before it has found or verified
-    a wider range, the error says so (naming the candidate once found) and
+    applies it, ``error.narrowing.program`` is that program), within
+    ``time_budget``, else within about the time spent so far and a few traces;
+    when that runs out before it has found or verified a wider range, the
+    error says so (naming the candidate once found) and
     what a larger ``time_budget`` would be for.
     ``progress=True`` shows the search's traces on stderr (needs tqdm).
     """
