@@ -12,9 +12,10 @@ eager, and checks that a condition one step looser does not merge).
 
 ``copies``: the op returns a new tensor (or, ``contiguous``, maybe its input).
 Such an identity is exact in values but not in aliasing, so it is only used
-in graphs without in-place ops, and only where the input is contiguous (a
-copy of a contiguous tensor has its layout, so ops after it see the same
-strides either way and a ``view`` cannot fail on one side only).
+where no in-place op of the graph writes to memory the copy or its input may
+share, and only where the input is contiguous (a copy of a contiguous tensor
+has its layout, so ops after it see the same strides either way and a
+``view`` cannot fail on one side only).
 
 Rules (``RULES``), each an identity exactly when:
 

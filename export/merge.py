@@ -17,9 +17,10 @@ so they are what the program computes at run time.  Shapes come from torch's
 metadata; B's hold on B's region (that is what B's trace established), and
 A's are proven equal to B's node by node, which makes them exact there too.
 Identities that copy (``pad``, ``contiguous``...) are only used where the
-input is contiguous on B's region and no op of either graph writes in place
-(see ``identities.py``).  Everything is decided by ``solver.prove`` with
-B's region as the fact; an undecided question means no merge.
+input is contiguous on B's region and no in-place op of its graph writes to
+memory the copy or its input may share (see ``identities.py``).  Everything
+is decided by ``solver.prove`` with B's region as the fact; an undecided
+question means no merge.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ import torch
 from shapeproof import solver as F      # the solver's facade: conditions and questions
 from shapeproof.solver import DEFAULT_TIMEOUT, prove, symbol, truth
 from shapeproof.solver import floats as FL
-from shapeproof.tracer.torch_internals import OpOverload, op_schema
+from shapeproof.tracer.torch_internals import UNSAFE_VIEW, HigherOrderOperator, OpOverload, op_schema
 from sympy import Integer
 
 from .identities import RULES, OpView, arguments
@@ -78,13 +79,59 @@ class _Normal:
     copies: dict = field(default_factory=dict)     # ("copy", op, ref) -> the removed copy node
 
 
-def _mutates(graph: torch.fx.Graph) -> bool:
-    return any(isinstance(n.target, OpOverload) and op_schema(n.target).is_mutable
-               for n in graph.nodes if n.op == "call_function")
+def _written(graph: torch.fx.Graph) -> set:
+    """The nodes whose memory an op of ``graph`` may write in place.
+
+    The arguments an op's schema marks as written, and every node that may
+    share memory with one of them: ops whose schema says they return an
+    alias of an argument (views, ``contiguous``, in-place ops) join it, as
+    do ``_unsafe_view`` and anything that is not an ATen op (``getitem``); a
+    higher-order op (``cond``) may write any of its inputs.
+    Removing a copy is exact in values unless a write reaches it or its input.
+    """
+    parent: dict = {}
+
+    def find(n):
+        while parent.get(n, n) is not n:
+            n = parent[n]
+        return n
+
+    writes = []
+    for node in graph.nodes:
+        if node.op != "call_function":
+            continue
+        if isinstance(node.target, HigherOrderOperator):
+            writes += node.all_input_nodes       # its subgraphs are not read here: all written
+            shared = node.all_input_nodes
+        elif not isinstance(node.target, OpOverload) or node.target is UNSAFE_VIEW:
+            shared = node.all_input_nodes
+        else:
+            schema, given = op_schema(node.target), arguments(node)
+            annotated = [a for a in schema.arguments if a.alias_info is not None]
+            writes += [n for a in annotated if a.alias_info.is_write for n in _nodes_in(given.get(a.name))]
+            aliasing = any(r.alias_info is not None for r in schema.returns)
+            shared = [n for a in annotated for n in _nodes_in(given.get(a.name))] if aliasing else []
+        for other in shared:
+            parent[find(other)] = find(node)
+    written = {find(n) for n in writes}
+    return {n for n in graph.nodes if find(n) in written}
 
 
-def _candidates(terms: ProgramTerms, point: dict, copies: bool) -> dict:
-    """Rewrites whose condition holds at ``point`` (to be proven over the region before use)."""
+def _nodes_in(value) -> list:
+    if isinstance(value, torch.fx.Node):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [n for v in value for n in _nodes_in(v)]
+    return []
+
+
+def _shares_a_write(node: torch.fx.Node, written: set) -> bool:
+    return node in written or any(n in written for n in node.all_input_nodes)
+
+
+def _candidates(terms: ProgramTerms, point: dict, written: set) -> dict:
+    """Rewrites whose condition holds at ``point`` (to be proven over the region before use); no copy is
+    removed that shares memory with an in-place write."""
     env = {symbol(k): v for k, v in point.items()}
 
     def at_point(f: F.Formula) -> bool:
@@ -93,7 +140,7 @@ def _candidates(terms: ProgramTerms, point: dict, copies: bool) -> dict:
     found = {}
     for node in terms.program.graph.nodes:
         rule = RULES.get(node.target) if node.op == "call_function" else None
-        if rule is None or (rule.copies and not copies):
+        if rule is None or (rule.copies and _shares_a_write(node, written)):
             continue
         try:
             rewrite = rule.apply(OpView(node, terms, at_point))
@@ -368,11 +415,13 @@ def _provable(conditions: list[F.Formula], box: dict, facts: list, strategy: str
     return [prove(c, ranges=box, facts=facts, strategy=strategy, timeout=quick).proven for c in conditions]
 
 
-def _no_identity(node, terms: ProgramTerms, point: dict) -> str:
+def _no_identity(node, terms: ProgramTerms, point: dict, written: set) -> str:
     """Why an op that has an identity rule is not one at ``point`` (a pad of 4 where no padding is needed)."""
     rule = RULES.get(node.target) if node is not None else None
     if rule is None:
         return ""
+    if rule.copies and _shares_a_write(node, written):
+        return f"; it stays: an op of its graph writes in place to memory this {rule.name} may share"
     env = {symbol(k): v for k, v in point.items()}
     try:
         rewrite = rule.apply(OpView(node, terms, lambda f: truth(f, env) is True))
@@ -422,8 +471,8 @@ def serves(a, b, box: dict, strategy: str = "cascade", timeout: float = MERGE_TI
     needed = [g for g in guards if truth(g, point) is not False]      # the rest separate a from b
     try:
         ta, tb = a.terms, b.terms
-        copies = not (_mutates(a.program.graph) or _mutates(b.program.graph))
-        found = {**_candidates(ta, b.point, copies), **_candidates(tb, b.point, copies)}
+        written = _written(a.program.graph) | _written(b.program.graph)
+        found = {**_candidates(ta, b.point, written), **_candidates(tb, b.point, written)}
         _compare(ta, _normalize(ta, found), tb, _normalize(tb, found))    # cheap: structure at b's example
         nodes = list(found)
         ok = _provable([found[n][1].condition for n in nodes], box, facts, strategy, timeout, quick)
@@ -432,7 +481,7 @@ def serves(a, b, box: dict, strategy: str = "cascade", timeout: float = MERGE_TI
     except Unreadable as exc:
         return no(f"cannot read a program exactly: {exc}")
     except _Mismatch as exc:
-        return no(str(exc) + _no_identity(exc.node, ta, b.point))
+        return no(str(exc) + _no_identity(exc.node, ta, b.point, written))
     goal = F.conj(*needed, *obligations)
     if truth(goal, point) is False:
         failing = next((o for o in needed + obligations if truth(o, point) is False), goal)
@@ -450,9 +499,9 @@ def could_unify(a, b) -> bool:
     hold at the *other's* example (a pad that is 0 there).  A heuristic for stopping early, never a proof."""
     try:
         ta, tb = a.terms, b.terms
-        copies = not (_mutates(a.program.graph) or _mutates(b.program.graph))
-        na = _normalize(ta, _candidates(ta, b.point, copies))
-        nb = _normalize(tb, _candidates(tb, a.point, copies))
+        written = _written(a.program.graph) | _written(b.program.graph)
+        na = _normalize(ta, _candidates(ta, b.point, written))
+        nb = _normalize(tb, _candidates(tb, a.point, written))
         ignored: list = []
         return len(na.keys) == len(nb.keys) and all(_match(x, y, tb, nb, ignored) for x, y in
                                                     zip(na.keys + [na.output], nb.keys + [nb.output]))

@@ -211,3 +211,22 @@ def test_a_refused_merge_names_the_condition_that_fails_on_the_other_region_and_
     answer = serves(a, b, a.ranges)
     assert not answer.ok
     assert "the serving program's guard T < 10 is false at T=" in answer.reason, answer.reason
+
+
+def test_a_copy_merges_when_the_graph_writes_in_place_only_to_memory_it_does_not_share():
+    """Swin V2's ``ReLU(inplace=True)`` in its position-bias MLP writes a fresh tensor: the ``clone`` (and
+    ``contiguous``) of the other branch still merge."""
+
+    class CloneBesideAnInPlaceRelu(torch.nn.Module):
+        def forward(self, x):
+            bias = torch.relu_(x.sum(1, keepdim=True) - 1)
+            y = x.clone() if x.shape[1] % 4 else x
+            return y.mean(1, keepdim=True) + bias
+
+    model = CloneBesideAnInPlaceRelu()
+    a, b = _traces(model, torch.randn(2, 5, 3), ({1: Dim("T", min=4, max=40)},), {"T": 8})
+    assert any(n.target is torch.ops.aten.relu_.default for n in a.program.graph.nodes)
+    answer = serves(a, b, a.ranges)
+    assert answer.ok, answer.reason
+    set_input_checks(a)
+    assert _eager_agrees(a.program, model, [(2, t, 3) for t in T_ON_B + T_ON_A])
