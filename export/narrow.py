@@ -13,7 +13,10 @@ others hold tells whether the first program's group serves that side
 (identity merge) or not (a genuine path: the guard becomes a restriction).
 The joint fix of the genuine guards is then *verified*: the solver must
 prove that its box lies inside the union of the regions the first program's
-group serves, tracing again at any point it finds outside.
+group serves, tracing again at any point it finds outside; then each of its
+bounds moves out as far as the same proof, with no new trace, shows those
+regions reach.  The error holds the serving program, checking its inputs
+against that box.
 """
 from __future__ import annotations
 
