@@ -169,10 +169,14 @@ class _Narrower:
         every trace of its group may still be served by a more general trace:
         Swin's window pads at two stages each need the other's pad to be
         served.  One trace where every guard that may merge is on its other
-        side at once decides them together (``_trace_every_side``).
+        side at once decides them together (``_trace_every_side``).  A side
+        the group serves but whose own program does not serve the first trace
+        is a special path, not a pad (Swin V2's single window at 32 pixels):
+        that guard stays on the first trace's side there.
         """
         found: list = []
         maybe: list = []
+        special: list = []
         restriction: F.Formula = F.TRUE
         sides = {}
         for i, (violation, guard) in enumerate(self.guards):
@@ -187,6 +191,8 @@ class _Narrower:
                     return None
                 continue                  # holds wherever the restriction does
             if self.served(side):
+                if side is not self.first and not self.programs.serves(side, self.first).ok:
+                    special.append(violation)
                 continue
             if self.programs.serves(side, self.first).ok:
                 maybe.append(violation)
@@ -194,30 +200,35 @@ class _Narrower:
             else:
                 found.append(violation)
                 restriction = F.conj(restriction, guard)
-        merging = [g for v, g in self.guards if all(v is not f for f in found)]
+        merging = [g for v, g in self.guards if all(v is not f for f in found + special)]
         if maybe or len(merging) > 1:
             self._trace_every_side(restriction, merging, [g for v, g in self.guards if id(v) in sides])
             found += [v for v in maybe if not self.served(sides[id(v)])]
         return found
 
     def _trace_every_side(self, restriction: F.Formula, merging: list, maybe: list) -> None:
-        """Trace where every guard that may merge is on its other side at once, else every ``maybe`` one.
+        """Trace where every ``maybe`` guard, and as many others that may merge as can be with them, are
+        on their other side at once.
 
         A trace specializes its program to the guards true at its example
         (``(H // 4) % 4 == 0`` rewrites ``H // 4`` as a multiple of 4 in every
         shape after it), so only a trace where no pad guard holds gives a
         program general enough to serve the mixed regions (a pad on W but not
-        on H) as well as the others.
+        on H) as well as the others.  The guards, as the first trace states
+        them, may not all flip together (Swin V2's window count and its
+        stage-2 pad, both over ``H // 16``): each is added while some point
+        still flips every one so far.
         """
-        for flipped in (merging, maybe):
-            if not flipped:
-                continue
-            every_side = F.conj(restriction, *(F.neg(g) for g in flipped))
+        flipped: list = []
+        point = None
+        for guard in maybe + [g for g in merging if all(g is not m for m in maybe)]:
+            every_side = F.conj(restriction, *(F.neg(g) for g in flipped + [guard]))
             verdict = prove(F.neg(every_side), ranges=self.box, strategy=self.strategy, timeout=self.timeout)
             if verdict.refuted:
                 assert verdict.counterexample is not None, "a refuted verdict has a counterexample"
-                self.trace_at(verdict.counterexample)
-                return
+                flipped, point = flipped + [guard], verdict.counterexample
+        if point is not None:
+            self.trace_at(point)
 
     def verified(self, allowed: F.Formula) -> bool:
         """Whether the first program's group serves every point of ``allowed``, tracing where unsure."""

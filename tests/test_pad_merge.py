@@ -371,6 +371,11 @@ def test_the_narrowing_traces_where_every_guard_that_may_merge_is_on_its_other_s
     narrower._trace_every_side(restriction, [restriction, h_window], [h_window])      # cannot all flip
     point = {symbol(k): v for k, v in traced[-1].items()}
     assert [truth(g, point) for g in (restriction, h_window)] == [True, False]
+    # a window count and a stage-2 pad over H // 16 cannot flip together: the others still do
+    h_count, h_stage2 = F.ne(FloorDiv(h, 16), 2), F.eq(Mod(FloorDiv(h, 16), 2), 0)
+    narrower._trace_every_side(F.TRUE, [h_window, h_count, h_stage2, w_window], [h_window])
+    point = {symbol(k): v for k, v in traced[-1].items()}
+    assert [truth(g, point) for g in (h_window, h_count, h_stage2, w_window)] == [False, False, True, False]
 
 
 class PadThenBlocks(torch.nn.Module):
@@ -407,3 +412,30 @@ def test_the_widest_range_reaches_as_far_as_the_regions_already_traced_serve():
             assert torch.equal(module(x), model(x)), t
         with pytest.raises(AssertionError):
             module(torch.randn(2, 36))                    # the other path: rejected, not wrong
+
+
+def test_a_side_the_group_serves_without_serving_the_first_program_is_not_flipped_with_the_pads():
+    """Swin V2 at W = 32 takes one window per row: the group serves that trace, but its program does not
+    serve the first trace's (no pads to drop: a special path).  Flipping that guard with the pads put the
+    every-side trace on the special path, where it served nothing; only the pads flip now."""
+    from types import SimpleNamespace
+
+    from shapeproof import solver as F
+    from shapeproof.export.merge import Merge
+    from shapeproof.export.narrow import _Narrower
+    from shapeproof.solver import FloorDiv, Mod, symbol
+
+    h, w = symbol("H"), symbol("W")
+    h_pad, w_pad = F.eq(Mod(FloorDiv(h, 4), 4), 0), F.eq(Mod(FloorDiv(w, 4), 4), 0)
+    w_windows = F.ne(FloorDiv(w, 32), 1)
+    narrower = object.__new__(_Narrower)
+    narrower.guards = [(SimpleNamespace(fixes=[]), g) for g in (h_pad, w_pad, w_windows)]
+    sides = {str(g): SimpleNamespace(name=str(g)) for g in (h_pad, w_pad, w_windows)}
+    narrower.first = SimpleNamespace(name="first")
+    narrower.side_of = lambda guard, others: sides[str(guard)]
+    narrower.served = lambda side: True
+    narrower.spent = lambda: False
+    narrower.programs = SimpleNamespace(serves=lambda a, b: Merge(a is not sides[str(w_windows)]))
+    flipped = []
+    narrower._trace_every_side = lambda restriction, merging, maybe: flipped.append(merging)
+    assert narrower.genuine() == [] and flipped == [[h_pad, w_pad]]
