@@ -78,14 +78,11 @@ def fix_predicate(fixes: list[Fix]) -> F.Formula | None:
     parts = []
     for fix in fixes:
         s = symbol(fix.dim)
-        if fix.kind is FixKind.RANGE:
-            parts += [F.ge(s, fix.min)] if fix.min is not None else []
-            parts += [F.le(s, fix.max)] if fix.max is not None else []
-        elif fix.kind is FixKind.MULTIPLE:
-            assert fix.modulus is not None, "a multiple fix has a modulus"
-            parts.append(F.eq(Mod(s, fix.modulus), fix.remainder))
-            parts += [F.ge(s, fix.modulus * fix.min + fix.remainder)] if fix.min is not None else []
-            parts += [F.le(s, fix.modulus * fix.max + fix.remainder)] if fix.max is not None else []
+        if fix.kind in (FixKind.RANGE, FixKind.MULTIPLE):
+            lo, hi, step, rest = _sizes(fix)
+            parts += [F.eq(Mod(s, step), rest)] if fix.kind is FixKind.MULTIPLE else []
+            parts += [F.ge(s, lo)] if lo is not None else []
+            parts += [F.le(s, hi)] if hi is not None else []
         elif fix.kind is FixKind.STATIC:
             parts.append(F.eq(s, fix.value))
         else:
