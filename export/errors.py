@@ -2,14 +2,19 @@
 from __future__ import annotations
 
 from shapeproof.shapes import DimKind, Explanation, GuardReport, ShapeEnv
+from shapeproof.tracer.torch_internals import UserError, UserErrorType
 
 __all__ = ["ExportError"]
 
 _MAX_LISTED = 8
 
 
-class ExportError(Exception):
+class ExportError(UserError):
     """Some guard the traced program needs does not hold over the declared ranges.
+
+    A ``torch._dynamo.exc.UserError`` of type ``CONSTRAINT_VIOLATION``, what
+    torch.export raises there, so a caller's ``except UserError`` (written for
+    torch.export) still catches it.
 
     ``violations`` holds one structured ``Explanation`` per failing guard (input
     dims, source line, counterexample, fixes); ``report`` is the full
@@ -35,7 +40,7 @@ class ExportError(Exception):
         self.model_name = model_name
         self.regions = regions or []
         self.narrowing = narrowing
-        super().__init__(self._message())
+        super().__init__(UserErrorType.CONSTRAINT_VIOLATION, self._message())
 
     def _message(self) -> str:
         n = len(self.violations) + len(self.report.specialized)

@@ -87,6 +87,19 @@ def test_dynamic_dim_specialized_by_the_code_is_an_error_naming_the_dim():
     assert "split=True" not in text      # an assert has no other branch to export
 
 
+def test_the_error_is_the_user_error_torch_export_raises_there():
+    """A caller's ``except torch._dynamo.exc.UserError``, written for torch.export, still catches it."""
+    spec = {"x": {0: AUTO}, "y": {0: AUTO, 1: DYNAMIC}}
+    args = (torch.randn(3, 4), torch.randn(3, 4))
+    with pytest.raises(torch._dynamo.exc.UserError) as theirs:
+        _torch(AssertWidth(), args, spec)
+    with pytest.raises(torch._dynamo.exc.UserError) as ours:
+        shapeproof.export(AssertWidth(), args, dynamic_shapes=spec)
+    assert isinstance(ours.value, ExportError)
+    violation = torch._dynamo.exc.UserErrorType.CONSTRAINT_VIOLATION
+    assert ours.value.error_type is theirs.value.error_type is violation
+
+
 class Parity(torch.nn.Module):
     def forward(self, x):
         if x.size(0) % 2 == 0:
