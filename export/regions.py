@@ -314,15 +314,20 @@ def lazy_zeros(shape: list[int], dtype: torch.dtype, device: torch.device) -> to
     Each program keeps its example inputs, and nothing writes them (the
     trace sees fake tensors): a region search at a batch of 8 images of
     219x84 would otherwise hold tens of MB per trace.  Pages of an
-    anonymous map read as zero and are only allocated when touched.
+    anonymous map read as zero and are only allocated when touched.  The
+    tensor owns the map's storage rather than viewing a flat tensor of it:
+    export fakifies a view's ``_base`` too, and its size would become one
+    more symbol of the trace (``x._base.size()[0]``).
     """
     nbytes = math.prod(shape) * dtype.itemsize
     if device.type != "cpu" or nbytes < _LAZY_ZEROS_BYTES:
         return torch.zeros(shape, dtype=dtype, device=device)
     try:
-        return torch.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype).view(shape)
+        flat = torch.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype)
     except (TypeError, ValueError, RuntimeError):     # a dtype frombuffer does not take
         return torch.zeros(shape, dtype=dtype, device=device)
+    contiguous = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+    return torch.empty(0, dtype=dtype).set_(flat.untyped_storage(), 0, shape, contiguous)
 
 
 # ---------------------------------------------------------------------------- the search

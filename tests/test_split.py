@@ -208,3 +208,26 @@ def test_max_regions_bounds_programs_not_traces():
     assert len(regions) == 2 and all(f"region {i}: " in str(err.value) for i in (1, 2))
     assert all(truth(r.predicate, {symbol(k): v for k, v in t.point.items()}) for r in regions
                for t in r.traces)
+
+
+class LongBranch(torch.nn.Module):
+    def forward(self, x):
+        if x.shape[1] > 100:
+            return x * 2
+        return x + 1
+
+
+def test_a_trace_at_a_large_size_has_no_symbol_but_the_declared_dims():
+    """Inputs of 64 KiB or more are zeros on an anonymous map (``lazy_zeros``); were they views of a flat
+    tensor, export would fakify the view's ``_base`` too, and ``x._base.size()[0]`` would become a dim
+    of the trace's point and of its program."""
+    spec = ({1: Dim("T", min=2, max=300)},)
+    result = shapeproof.export_with_report(LongBranch(), (torch.randn(1, 8, 512),), dynamic_shapes=spec,
+                                           split=True)
+    traces = result.regions.traces
+    assert len(traces) == 2 and traces[1].point["T"] * 512 * 4 >= 1 << 16
+    assert all(set(t.point) == {"T"} for t in traces)
+    assert all(len(t.program.range_constraints) == 1 for t in traces)
+    for length in (2, 100, 101, 300):
+        x = torch.randn(1, length, 512)
+        assert torch.equal(result.program.module()(x), LongBranch()(x))
