@@ -153,8 +153,12 @@ class _Vectorized:
 
     # -- float nodes ------------------------------------------------------------------
     def _bad_in(self, t: Expr):
-        """Lanes where a float wrapper inside the integer term ``t`` is undefined."""
-        bad: np.ndarray | bool = False
+        """Lanes where a float wrapper inside the integer term ``t`` is undefined.
+
+        A numpy boolean even where no lane is: ``~`` of Python's ``False`` is ``-1``, which turned a
+        relation's truth masks into integers that ``~`` then made nonzero everywhere.
+        """
+        bad: np.ndarray | np.bool_ = np.bool_(False)
         for node in iter_nodes(t):
             if isinstance(node, FLOAT_WRAPPERS):
                 if node not in self.bad:

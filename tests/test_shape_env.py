@@ -69,6 +69,16 @@ def test_guard_narrower_than_the_dim_is_a_violation_with_a_verified_fix():
     assert (fix.min, fix.max) == (5, 1024)
 
 
+def test_a_guard_on_a_rounded_float_gets_the_sizes_where_it_holds():
+    """``int(math.ceil(T / 3))`` specializes to 13 at T = 37: the guard holds at 37..39, and the fix says
+    so (it was the empty ``Dim('T', min=37, max=36)``, which ``Dim`` itself refuses)."""
+    env = ShapeEnv()
+    t = dim(env, 37, declared=(1, 3000), name="T")
+    assert env.evaluate(f"math.ceil({t} / 3) == 13")
+    (violation,) = env.produce_guards().violations
+    assert [(f.kind, f.min, f.max) for f in violation.fixes if f.kind == "range"] == [("range", 37, 39)]
+
+
 def test_derived_dims_are_substituted():
     """Dim docstring: "Named Dims also allow specification of relationships between dimensions, up to
     univariate linear relations.\""""

@@ -5,10 +5,11 @@ import warnings
 import numpy as np
 import pytest
 
-from shapeproof.solver import STRATEGIES, Status, parse_term, prove
+from shapeproof.solver import STRATEGIES, Status, parse_condition, parse_term, prove
 from shapeproof.solver.cascade import Cascade
-from shapeproof.solver.enumerate import EnumerateStrategy
+from shapeproof.solver.enumerate import EnumerateStrategy, holds_along
 from shapeproof.solver.problem import Deadline, Problem
+from shapeproof.solver.terms import symbol
 from shapeproof.solver.strategy import Strategy, unknown
 
 P, R = Status.PROVEN, Status.REFUTED
@@ -214,6 +215,17 @@ def test_enumeration_evaluates_each_subterm_over_its_own_symbols_only():
     assert sizes[frozenset({"B"})] == {7} and sizes[frozenset({"H", "W"})] == {57 * 225}
     refuted_ = prove(f"{pad} != 3 or W > 40", ranges=ranges, facts=facts, strategy=strategy)
     assert refuted_.status is Status.REFUTED and refuted_.counterexample == {"B": 1, "H": 9, "W": 32}
+
+
+def test_a_rounded_float_compared_with_an_integer_is_enumerated_exactly():
+    """``math.ceil(T / 3) == 13`` holds at 37..39 only.  The masks stay booleans where one side has a
+    float wrapper and the other none (``~False`` is ``-1`` in Python: every lane failed)."""
+    goal = parse_condition("math.ceil(T / 3) == 13")
+    mask = holds_along(goal, symbol("T"), 1, 100)
+    assert mask.dtype == bool and list(np.flatnonzero(mask) + 1) == [37, 38, 39]
+    assert prove(goal, ranges={"T": (37, 39)}, strategy=EnumerateStrategy()).status is P
+    refuted_ = prove(goal, ranges={"T": (37, 40)}, strategy=EnumerateStrategy())
+    assert refuted_.status is R and refuted_.counterexample == {"T": 40}
 
 
 def test_a_large_box_of_cheap_terms_is_enumerated_before_z3():
