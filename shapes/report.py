@@ -11,6 +11,7 @@ from 2 up but not at sizes 0 or 1 that the user allowed is reported as a
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -26,7 +27,7 @@ from .view import EnvView
 
 __all__ = ["Violation", "GuardReport", "produce_guards", "lift"]
 
-_EVERY_SIZE = 64     # a named dim with at most this many sizes has each tried by _narrows_alone
+_EVERY_SIZE = 64     # _narrows_alone tries the first this many sizes of a named dim (all of a shorter range)
 
 
 @dataclass
@@ -130,19 +131,23 @@ def _narrows_alone(env: EnvView, lifted: S.Formula, info, counterexample: dict, 
     program checks the pair); ``3*B*H*W == 12*B*(H//2)*(W//2)`` does not (no
     ``B``, ``W`` make it hold for an odd ``H``): that is a guard on ``H``
     alone in other words, a violation like torch's own per-dim guards.
-    Sizes tried: every size of a range of at most ``_EVERY_SIZE`` sizes,
-    else the counterexample's and the ends of the range.  A miss only means
-    the program checks the relation on its inputs, which the export reports.
+    Sizes tried: the counterexample's, the ends of the range and its first
+    ``_EVERY_SIZE`` sizes (all of a shorter one), where the relation fails
+    alone first (``(B*T) % (2*(T // 2)) == 0`` holds at T = 3, 5, 7, 9 for
+    some ``B <= 8``, at no odd T from 11); the first sizes stop once
+    ``timeout`` is spent.  A miss only means the program checks the
+    relation on its inputs, which the export reports.
     """
     sym = info.symbol
     others = {s: env.symbols[s].range for s in lifted.free_symbols if s != sym}
     lo, hi = info.range
-    sizes: Iterable[int]
-    if lo is not None and hi is not None and hi - lo < _EVERY_SIZE:
-        sizes = range(lo, hi + 1)
-    else:
-        sizes = dict.fromkeys(v for v in (counterexample.get(sym.name), lo, hi) if v is not None)
-    for value in sizes:
+    first: Iterable[int] = () if lo is None else range(lo, lo + _EVERY_SIZE if hi is None else
+                                                      min(hi + 1, lo + _EVERY_SIZE))
+    sizes = dict.fromkeys(v for v in (counterexample.get(sym.name), lo, hi, *first) if v is not None)
+    stop = time.perf_counter() + timeout
+    for tried, value in enumerate(sizes):
+        if tried >= 3 and time.perf_counter() > stop:
+            break
         if env.solver.prove(S.neg(S.substitute(lifted, {sym: value})), ranges=others, strategy=strategy,
                  timeout=timeout).proven:
             return True

@@ -79,6 +79,21 @@ def test_a_guard_on_a_rounded_float_gets_the_sizes_where_it_holds():
     assert [(f.kind, f.min, f.max) for f in violation.fixes if f.kind == "range"] == [("range", 37, 39)]
 
 
+def test_a_relation_of_named_dims_that_fails_for_a_size_whatever_the_other_is_a_violation():
+    """``x.view(-1, T // 2, 2)`` needs ``(B*T) % (2*(T // 2)) == 0``: with B <= 8 some B makes it hold at
+    T = 3, 5, 7 and 9, none at an odd T from 11 on, so it narrows T by itself (a violation with a fix,
+    as torch's per-dim guards are), not an input check over the pair.  The counterexample (T = 5) and the
+    ends of T's range alone did not show it."""
+    env = ShapeEnv()
+    b = dim(env, 2, "x.size(0)", declared=(1, 8), name="B")
+    t = dim(env, 38, "x.size(1)", declared=(2, 1000), name="T")
+    env.evaluate(f"(({b}*{t}) % (2*({t} // 2))) == 0")
+    report = env.produce_guards()
+    assert report.restrictions == [] and len(report.violations) == 1
+    fixes = [(f.dim, f.kind, f.modulus, f.remainder) for f in report.combined_fixes]
+    assert fixes == [("T", "multiple", 2, 0)]
+
+
 def test_derived_dims_are_substituted():
     """Dim docstring: "Named Dims also allow specification of relationships between dimensions, up to
     univariate linear relations.\""""
