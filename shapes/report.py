@@ -108,8 +108,8 @@ def _tolerated(env: EnvView, lifted: S.Formula, counterexample: dict, strategy: 
     range: a guard on it alone is a violation.  A relation between named
     dims is kept as an input check (``N <= M``, ``a*b == c*d``), except an
     equation that would make one named dim a function of the others (torch
-    asks for a shared or derived ``Dim`` there) and one that narrows a named
-    dim by itself; a relation with an ``AUTO``/``DYNAMIC`` dim is one that
+    asks for a shared or derived ``Dim`` there) and one through ``//`` or
+    ``%`` that narrows a named dim by itself; a relation with an ``AUTO``/``DYNAMIC`` dim is one that
     dim adopts, as long as it leaves the named dims their ranges.
     """
     infos = [env.symbols[s] for s in lifted.free_symbols]
@@ -120,7 +120,22 @@ def _tolerated(env: EnvView, lifted: S.Formula, counterexample: dict, strategy: 
         return True
     if len(infos) == 1 or (len(strict) == len(infos) and _solvable_equation(lifted)):
         return False
+    if _polynomial(lifted):
+        return True
     return not any(_narrows_alone(env, lifted, info, counterexample, strategy, timeout) for info in strict)
+
+
+def _polynomial(f: S.Formula) -> bool:
+    """Whether every relation of ``f`` is a polynomial one (no ``//``, ``%``, min/max or float step).
+
+    torch.export keeps such a relation of several dims as an input check even
+    where it excludes sizes of one dim (``x**2 - y**2 >= 4`` at x = 2,
+    ``a*b == c`` at a prime ``c``): its guards are torch's questions, and no
+    op asks them dim by dim.  A relation through ``//`` or ``%`` is what a
+    view or reshape asks before its per-dim questions (``T % (T // 2) == 0``),
+    which torch raises on; ``_narrows_alone`` stands in for those.
+    """
+    return all((r.lhs - r.rhs).is_polynomial(*r.free_symbols) for r in S.relations(f))
 
 
 def _narrows_alone(env: EnvView, lifted: S.Formula, info, counterexample: dict, strategy: str,

@@ -159,6 +159,33 @@ def test_a_relation_between_named_dims_is_an_input_check_like_torchs():
     assert _rejects(ours, torch.randn(6, 5), torch.randn(4, 5))
 
 
+class FlattenInto(torch.nn.Module):
+    def forward(self, x, z):
+        return x.reshape(-1) + z
+
+
+class SquaresBranch(torch.nn.Module):
+    def forward(self, x, y):
+        return x * 2 if x.size(0) ** 2 - y.size(0) ** 2 >= 4 else x * 3
+
+
+def test_a_polynomial_relation_that_excludes_sizes_of_one_named_dim_is_still_an_input_check():
+    """torch keeps a*b == c and x**2 - y**2 >= 4 as input checks although no (a, b) fits a prime c and no y
+    fits x = 2: it raises only on guards of one dim, and no op asks these dim by dim."""
+    cases = ((FlattenInto(), (torch.randn(6, 8), torch.randn(48)),
+              {"x": (Dim("a", min=2), Dim("b", min=2)), "z": (Dim("c", min=4),)}),
+             (SquaresBranch(), (torch.randn(5), torch.randn(3)), {"x": (Dim("dx"),), "y": (Dim("dy"),)}))
+    for model, args, spec in cases:
+        _torch(model, args, spec)
+        with pytest.warns(UserWarning, match="(checks these relations|input checks)"):
+            ours = shapeproof.export(model, args, dynamic_shapes=spec)
+        assert torch.equal(ours.module()(*args), model(*args))
+    flat = shapeproof.export(FlattenInto(), cases[0][1], dynamic_shapes=cases[0][2])
+    x, z = torch.randn(5, 8), torch.randn(40)
+    assert torch.equal(flat.module()(x, z), FlattenInto()(x, z))
+    assert _rejects(flat, torch.randn(5, 8), torch.randn(41))
+
+
 class Pool(torch.nn.Module):
     def forward(self, x):
         return torch.nn.functional.avg_pool1d(x, 2)
