@@ -245,16 +245,24 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
     if start_from is not None:
         start_from.restore()
     started_from = start_from or ModuleState(model)
-    engine = ShapeEnv(strategy=strategy, timeout=timeout)
-    context, torch_env = engine_tracing(engine, dim_specs(spec), model)
     start = time.perf_counter()
-    program, failure = None, None
-    with context:
-        try:
-            program = with_stack_room(torch.export.export, model, args, kwargs, dynamic_shapes=spec,
-                                      strict=False, **(options or {}))
-        except Exception as exc:  # judged by the caller: shape violation, data-dependent error or model error
-            failure = exc
+    unfollowed: frozenset[int] = frozenset()
+    while True:
+        engine = ShapeEnv(strategy=strategy, timeout=timeout)
+        context, torch_env = engine_tracing(engine, dim_specs(spec), model, unfollowed)
+        program, failure = None, None
+        with context:
+            try:
+                program = with_stack_room(torch.export.export, model, args, kwargs, dynamic_shapes=spec,
+                                          strict=False, **(options or {}))
+            except Exception as exc:  # judged by the caller: a shape violation, data-dependent or model error
+                failure = exc
+        written = frozenset(torch_env.size_tracker.written_buffers) - unfollowed
+        if not written or not torch_env.size_tracker.bindings:
+            break
+        # the code writes a buffer whose value it read (a step counter): at the next call it reads another
+        started_from.restore()
+        unfollowed |= written
     report = engine.produce_guards()
     seconds = time.perf_counter() - start
     canon = canonical(engine)

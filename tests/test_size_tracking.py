@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch")
 
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
+from torch._higher_order_ops import while_loop  # noqa: E402
 from torch.export import Dim  # noqa: E402
 
 import shapeproof  # noqa: E402
@@ -95,6 +96,52 @@ def test_a_changed_buffer_makes_the_program_raise_not_compute_another_padding():
     module.stride = torch.tensor(3)     # the program reads it at run time; its padding no longer fits L
     with pytest.raises(RuntimeError, match="shapeproof: at .* differs from"):
         module(torch.randn(1, 2, 101))
+
+
+class StepCounter(nn.Module):
+    """Reads a buffer, then writes it: the next call reads another value."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("step", torch.tensor(0))
+
+    def forward(self, x):
+        n = self.step.item()
+        self.step.add_(1)
+        return x[: x.shape[0] - n] * n
+
+
+def test_a_buffer_the_code_writes_is_not_followed():
+    spec = ({0: Dim("T", min=8, max=64)},)
+    module = shapeproof.export(StepCounter(), (torch.randn(16),), dynamic_shapes=spec).module()
+    eager, x = StepCounter(), torch.randn(16)
+    for _ in range(3):       # a value bound at export (step == 0) would fail the second call
+        assert torch.equal(module(x), eager(x))
+
+
+class LoopIndex(nn.Module):
+    """A while_loop whose body reads its counter with .item(): traced once at the counter's first value."""
+
+    def forward(self, x):
+        def cond(i, out):
+            return i < out.size(0)
+
+        def body(i, out):
+            k = i.item()
+            torch._check_is_size(k, max=x.size(0) - 1)
+            out = out.clone()
+            out[k] = x[k] * k
+            return i + 1, out
+
+        return while_loop(cond, body, [torch.tensor(0), torch.zeros_like(x)])[1]
+
+
+def test_a_loop_body_is_not_followed():
+    x = torch.randn(6, 4)
+    program = shapeproof.export(LoopIndex(), (x,), dynamic_shapes=({0: Dim("N", min=2, max=32)},))
+    for n in (2, 6, 11):
+        y = torch.randn(n, 4)
+        assert torch.equal(program.module()(y), LoopIndex()(y))
 
 
 class Plus3(nn.Module):

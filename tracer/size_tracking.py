@@ -12,8 +12,10 @@ a conversion, a comparison, ``where``, or a small view/creation op on inputs
 whose values are known: sizes (SymInt/SymFloat operands, ``torch.tensor``
 of a size), Python numbers, small constant tensors (``torch.tensor(3)``,
 module attributes) and the model's small buffers (read when export
-fakifies them).  Anything else, and any tensor written in place, is not
-followed.
+fakifies them).  Anything else, any tensor written in place, and anything
+inside a loop's body (``loop_bodies``) is not followed; nor is a buffer the
+traced code writes in place (a step counter: ``regions.trace`` takes the
+trace again without it, see ``written_buffers``).
 
 Where a followed integer tensor becomes an integer (``_local_scalar_dense``,
 which ``.item()``, ``int()``, pad amounts, slice bounds and ``tolist()``
@@ -91,6 +93,11 @@ class SizeTracker:
         self.bindings: dict[sympy.Symbol, Binding] = {}
         self.unbound: dict[sympy.Symbol, str] = {}   # unbacked symbol -> why its tensor was not followed
         self._pending: list[Binding] = []
+        self._buffers: dict[StorageWeakRef, int] = {}   # a followed buffer's fake storage -> id of the buffer
+        # followed buffers the traced code writes in place (a step counter): a value read before the
+        # write is another one at the next call, so the trace is taken again without following them
+        self.written_buffers: set[int] = set()
+        self._loop_depth = 0
 
     # -- ranges ---------------------------------------------------------------------------
     def _bound(self, expr) -> tuple[int | None, int | None]:
@@ -122,6 +129,17 @@ class SizeTracker:
             tracked = read_values(real)
             if tracked is not None:
                 self._set(fake, tracked.shape, tracked.values)
+                self._buffers[StorageWeakRef(fake.untyped_storage())] = id(real)
+
+    @contextmanager
+    def in_loop_body(self):
+        """Within: nothing is followed or bound.  A loop's body (``while_loop``, ``scan``, ``map``) is
+        traced once on its first step's operands, but runs on other values at every later step."""
+        self._loop_depth += 1
+        try:
+            yield
+        finally:
+            self._loop_depth -= 1
 
     def operand(self, x):
         """``Tracked`` for a followed operand (tensor or scalar), None when its value is not known."""
@@ -161,6 +179,10 @@ class SizeTracker:
 
     # -- after every op ---------------------------------------------------------------------
     def after(self, func, args, kwargs, out) -> None:
+        if self._loop_depth:
+            if writes(func):
+                self._forget_written(func, args, kwargs)
+            return
         if func in ITEM_OPS:
             self._bind(args[0], out)
             return
@@ -197,6 +219,7 @@ class SizeTracker:
         if written:
             for t in [t for t, tr in self.tracked.items() if tr.storage in written]:
                 del self.tracked[t]
+            self.written_buffers.update(self._buffers[w] for w in written if w in self._buffers)
 
     # -- integers handed to torch --------------------------------------------------------------
     def _bind(self, tensor, out) -> None:

@@ -12,7 +12,9 @@ from torch._C import DispatchKey
 import torch._export.utils as export_utils  # noqa: F401  (size_asserts wraps its assert lowering)
 from torch._export.utils import _compiling_state_context as compiling_state_context
 from torch._guards import TracingContext, tracing
+import torch._higher_order_ops  # noqa: F401  (registers the higher-order operators by name)
 from torch._ops import HigherOrderOperator, OpOverload
+from torch._ops import _higher_order_ops as _HIGHER_ORDER_OPERATORS
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException, DynamicOutputShapeException, UnsupportedOperatorException,
@@ -70,6 +72,16 @@ PINNED.update({
     "aten._upsample_nearest_exact2d.vec": UPSAMPLE_NEAREST_EXACT[1],
     "aten._upsample_nearest_exact3d.vec": UPSAMPLE_NEAREST_EXACT[2],
 })
+# Higher-order operators whose body runs once per step of a loop (loop_bodies), by the name torch registers
+# each under (importing torch._higher_order_ops registers them).
+LOOP_OPERATORS = ("while_loop", "while_loop_stack_output", "scan", "map_impl", "associative_scan")
+
+
+def higher_order_operator(name: str) -> HigherOrderOperator:
+    return _HIGHER_ORDER_OPERATORS[name]
+
+
+PINNED.update({f"higher-order operator {name}": _HIGHER_ORDER_OPERATORS.get(name) for name in LOOP_OPERATORS})
 # torch.utils._pytree functions (export's input flattening, the size tracker's leaves)
 PYTREE_FUNCTIONS = ["tree_flatten_with_path", "tree_unflatten", "keystr", "tree_leaves"]
 PINNED.update({f"pytree.{name}": getattr(pytree, name) for name in PYTREE_FUNCTIONS})
