@@ -53,6 +53,9 @@ from .specs import dim_specs
 # the hardest queries of an export (measured: a 437,500-point box over a Swin window
 # partition ran out at 2 s), so it gets more time than a guard.
 COVERAGE_TIMEOUT = 30.0
+# the next trace is taken at sizes up to NEAR times the first example's (plus NEAR_SLACK) where the regions
+# leave such a point uncovered: a Dim.AUTO dim is unbounded
+NEAR, NEAR_SLACK = 4, 64
 # Several traces often give one program (identical graphs, or a program that serves another trace's
 # region), so a search may take this many traces per program allowed, whatever else it counts.
 TRACES_PER_REGION = 3
@@ -398,15 +401,19 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
         if stop_at is not None and time.perf_counter() >= stop_at:
             search.reason = f"the time budget ran out after {len(search.traces)} traces"
             break
-        counterexample = _other_side(first, regions, search.box, strategy, timeout) or verdict.counterexample
-        assert counterexample is not None, "a refuted verdict has a counterexample"
+        assert verdict.counterexample is not None, "a refuted verdict has a counterexample"
+        counterexample = _next_point(first, regions, search.box, verdict.counterexample, strategy, timeout)
         point = {**first.point, **counterexample}
         tied = sorted(set(counterexample) - settable(first.sizes))
         if tied:
             search.reason = (f"no inputs realize {point_str(counterexample)}: torch ties "
                              f"{', '.join(tied)} to other dims")
             break
-        new_args, new_kwargs = inputs_at(model, args, kwargs, input_sizes(first.sizes, point))
+        try:
+            new_args, new_kwargs = inputs_at(model, args, kwargs, input_sizes(first.sizes, point))
+        except (OSError, MemoryError) as exc:
+            search.reason = f"inputs at {point_str(point)} do not fit in memory ({_first_line(exc)})"
+            break
         found = trace(model, new_args, new_kwargs, spec, strategy, timeout, options, first.started_from)
         search.traces.append(found)
         if found.program is None:
@@ -512,6 +519,35 @@ def _where_the_model_fails(model, args, kwargs, first: Trace) -> tuple[dict, Exc
         if failure is not None:
             return point, failure
     return None
+
+
+def near(box: dict, point: dict[str, int]) -> dict:
+    """``box`` cut to sizes at most ``NEAR`` times the example's (plus ``NEAR_SLACK``) where it reaches
+    further: a ``Dim.AUTO`` dim has no upper end, and a solver's counterexample there can be inputs of
+    terabytes."""
+    cut = {}
+    for s, (lo, hi) in box.items():
+        example = point.get(s.name)
+        top = None if example is None else max(NEAR * example, example + NEAR_SLACK)
+        cut[s] = (lo, hi if top is None or (hi is not None and hi <= top) else top)
+    return cut
+
+
+def _next_point(first: Trace, regions: list, box: dict, counterexample: dict, strategy: str,
+                timeout: float) -> dict:
+    """Where to trace next: outside ``regions`` (``counterexample`` is one such point), on the other side
+    of every branch of the first trace where there is one (``_other_side``), near its example if possible
+    (``near``)."""
+    nearby = near(box, first.point)
+    for where in (nearby, box):
+        found = _other_side(first, regions, where, strategy, timeout)
+        if found is not None:
+            return found
+    if all(lo <= counterexample.get(s.name, lo) and (hi is None or counterexample.get(s.name, hi) <= hi)
+           for s, (lo, hi) in nearby.items() if lo is not None):
+        return counterexample
+    verdict = prove(F.disj(*regions), ranges=nearby, strategy=strategy, timeout=timeout)
+    return verdict.counterexample if verdict.refuted and verdict.counterexample else counterexample
 
 
 def _other_side(first: Trace, regions: list, box: dict, strategy: str, timeout: float) -> dict | None:

@@ -231,3 +231,22 @@ def test_a_trace_at_a_large_size_has_no_symbol_but_the_declared_dims():
     for length in (2, 100, 101, 300):
         x = torch.randn(1, length, 512)
         assert torch.equal(result.program.module()(x), LongBranch()(x))
+
+
+def test_the_next_trace_is_taken_near_the_example_where_a_dim_has_no_upper_end():
+    """A Dim.AUTO dim is unbounded: a solver's counterexample there can be inputs of terabytes (ENOMEM in
+    the search), so the next trace is taken near the first example where the regions leave room."""
+    from types import SimpleNamespace
+
+    from shapeproof.export.regions import NEAR, NEAR_SLACK, _next_point, near
+
+    t = symbol("T")
+    first = SimpleNamespace(point={"T": 30}, branches=[], region=None)
+    assert near({t: (2, None)}, first.point) == {t: (2, max(NEAR * 30, 30 + NEAR_SLACK))}
+    assert near({t: (2, 50)}, first.point) == {t: (2, 50)}
+    regions = [parse_condition("T % 7 == 2")]
+    point = _next_point(first, regions, {t: (2, None)}, {"T": 7 * 10**9}, "cascade", 5.0)
+    assert 2 <= point["T"] <= max(NEAR * 30, 30 + NEAR_SLACK) and point["T"] % 7 != 2
+    # where the regions cover everything near, the far point stands
+    covering = [parse_condition("T <= 1000")]
+    assert _next_point(first, covering, {t: (2, None)}, {"T": 10**6}, "cascade", 5.0) == {"T": 10**6}
