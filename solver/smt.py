@@ -13,9 +13,10 @@ which equals Python's floor division whenever the divisor is positive, so:
 
 SMT-LIB ``x div 0`` is an unconstrained value, so each relation carries
 ``b != 0`` for its divisors (see ``formula``); ``or`` is encoded left to right as Python evaluates it.
-Interval bounds of division nodes are added as hints, guarded by ``b != 0`` so they
-never constrain those free values.  Z3 runs under a deterministic ``rlimit``
-and a wall-clock timeout; running out is UNKNOWN, never a verdict.
+Interval bounds of division nodes are added as hints, guarded by every divisor
+within the node being nonzero, so they never constrain those free values.  Z3
+runs under a deterministic ``rlimit`` and a wall-clock timeout; running out is
+UNKNOWN, never a verdict.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from .bounds import Bounds, INF
 from .problem import Deadline, Problem
 from .strategy import Outcome, Strategy, proven, refuted, unknown
 from .nodes import row_of
+from .terms import divisors
 
 __all__ = ["Z3Strategy", "Encoder"]
 
@@ -84,10 +86,13 @@ class Encoder:
         sign = self._sign(t.args[row.divisor]) if row.divisor is not None else 0
         out = row.z3(sign, *args)
         if row.divisor is not None:
-            self._hint(t, out, args[row.divisor])
+            self._hint(t, out)
         return out
 
-    def _hint(self, t: Expr, encoded, divisor) -> None:
+    def _hint(self, t: Expr, encoded) -> None:
+        """``t``'s interval as a hint, where every divisor in ``t`` is nonzero: the interval assumes the
+        inner ones nonzero too, and ``a div 0`` is one free value shared by all its occurrences, so an
+        unguarded hint could exclude exactly the points where the goal is undefined."""
         bound = self.bounds(t)
         if bound is None:
             return
@@ -97,7 +102,9 @@ class Encoder:
         if bound.hi != INF:
             parts.append(encoded <= int(bound.hi))
         if parts:
-            self.hints.append(z3.Implies(divisor != 0, z3.And(parts)))
+            defined = [self.term(d) != 0 for d in sorted(divisors([t]), key=sympy.default_sort_key)]
+            hint = z3.And(parts)
+            self.hints.append(z3.Implies(z3.And(defined), hint) if defined else hint)
 
     def holds(self, f: F.Formula) -> z3.BoolRef:
         """Z3 formula for "``f`` is defined and true"."""

@@ -47,6 +47,11 @@ TABLE = [
     ("T > 5", {"T": (2, 10)}, ("T > 7",), P),
     ("T > 5", {"T": (2, 10)}, ("T > 20",), P),                     # no point satisfies the facts
     ("(x * x) % 4 != 2", {"x": (-50, 50)}, (), P),
+    # undefined at y = w = 0: interval hints of the outer divisions must not hide where inner ones divide by 0
+    ("y != 0 or w != 0 or (x // y) // 2 + (x // w) // 2 == 5", {"x": (1, 1), "y": (0, 1000), "w": (-1000, 0)},
+     (), R),
+    ("y != 5 or w != -7 or (2*(x // max(y - 5, 0))) // 3 + (2*(x // min(w + 7, 0))) // 3 == 12345",
+     {"x": (1, 1000), "y": (0, None), "w": (None, 0)}, (), R),
 ]
 
 
