@@ -42,7 +42,8 @@ def prove(goal, ranges: Mapping | None = None, facts: Iterable = (), strategy: s
 def simplify(expression, ranges: Mapping | None = None, timeout: float = DEFAULT_TIMEOUT):
     """The rewrite strategy's normal form of a term or condition over ``ranges``.
 
-    Exact wherever the input is defined (divisors stay attached to conditions).
+    Exact wherever the input is defined (divisors stay attached to conditions); the input as parsed
+    when ``timeout`` runs out first.
 
     >>> from shapeproof.solver.terms import term_str
     >>> term_str(simplify("(T + ((16 - T % 16) % 16)) // 16", {"T": (1, None)}))
@@ -52,7 +53,8 @@ def simplify(expression, ranges: Mapping | None = None, timeout: float = DEFAULT
 
 
 def bounds(expression, ranges: Mapping | None = None, timeout: float = DEFAULT_TIMEOUT):
-    """``(lo, hi)`` of a term over ``ranges`` after normalization (None for an unbounded end).
+    """``(lo, hi)`` of a term over ``ranges`` after normalization (None for an unbounded end); the plain
+    interval of the term when ``timeout`` runs out first.
 
     >>> bounds("T - 16*(T // 16)", {"T": (0, None)})
     (0, 15)

@@ -21,7 +21,8 @@ from .enumerate import EnumerateStrategy
 from .evaluate import evaluate_term
 from .interval import IntervalStrategy
 from .parse import parse
-from .problem import Deadline, Problem, normalize_ranges
+from .bounds import Bounds
+from .problem import Deadline, OutOfTime, Problem, normalize_ranges
 from .rewrite import Normalizer, Reductions, RewriteStrategy
 from .smt import Z3Strategy
 from .strategy import Strategy
@@ -76,17 +77,25 @@ class Solver:
         return chosen.verdict(Problem.build(goal, ranges, facts), deadline)
 
     def simplify(self, expression, ranges: Mapping | None = None, timeout: float | None = None):
-        """The rewrite strategy's normal form of a term or condition over ``ranges``."""
+        """The rewrite strategy's normal form of a term or condition over ``ranges`` (the parsed input as it
+        is when ``timeout`` runs out first)."""
         value = parse(expression) if isinstance(expression, str) else expression
         normalizer = self._normalizer(ranges, timeout)
-        return normalizer.formula(value) if isinstance(value, F.Formula) else normalizer(value)
+        try:
+            return normalizer.formula(value) if isinstance(value, F.Formula) else normalizer(value)
+        except OutOfTime:
+            return value
 
     def bounds(self, expression, ranges: Mapping | None = None,
                timeout: float | None = None) -> tuple[int | None, int | None]:
-        """``(lo, hi)`` of a term over ``ranges`` after normalization (None where unbounded or empty)."""
+        """``(lo, hi)`` of a term over ``ranges`` after normalization (None where unbounded or empty); the
+        plain interval of the term when ``timeout`` runs out first."""
         term = parse(expression) if isinstance(expression, str) else expression
         normalizer = self._normalizer(ranges, timeout)
-        interval = normalizer.bounds.tight(normalizer(term))
+        try:
+            interval = normalizer.bounds.tight(normalizer(term))
+        except OutOfTime:
+            interval = Bounds(normalize_ranges(ranges))(term)
         return (None, None) if interval is None else (_finite(interval.lo), _finite(interval.hi))
 
     @staticmethod

@@ -105,3 +105,16 @@ def test_a_float_guard_over_an_unbounded_range_is_refuted_where_doubles_are_exac
     refuted = prove("int(s / 1) == 8", ranges={"s": (2, None)})
     assert refuted.refuted and refuted.counterexample["s"] != 8
     assert not prove("T <= 16*math.ceil(T / 16)", ranges={"T": (2, None)}).proven   # false at 2**57 + 15
+
+
+def test_simplify_and_bounds_answer_when_their_budget_runs_out():
+    """They raised the solver's private out-of-budget exception; now the input as parsed, and its plain
+    interval."""
+    from shapeproof.solver import bounds, simplify
+
+    assert str(simplify("(x % 4) // 2 + x // 2 == 3", {"x": (0, 10)}, timeout=1e-9)) == str(
+        parse_condition("(x % 4) // 2 + x // 2 == 3"))
+    values = [(x % 4) // 2 + x // 2 for x in range(11)]
+    for timeout in (1e-9, 2.0):
+        lo, hi = bounds("(x % 4) // 2 + x // 2", {"x": (0, 10)}, timeout=timeout)
+        assert lo is not None and hi is not None and lo <= min(values) and max(values) <= hi
