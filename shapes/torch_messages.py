@@ -38,11 +38,13 @@ IMPLICIT_SIZE_RANGE = (2, None)
 
 # An input path as torch prints it: L['x'].size()[2], L['args'][0].stride()[1], L['self']._modules['c'].n
 _PATH = re.compile(r"\b[LG]\[(?:'[^'\]\n]*'|\d+)\](?:\[(?:'[^'\]\n]*'|-?\d+)\]|\.[A-Za-z_]\w*(?:\(\d*\))?)*")
-_NOT_ALL = re.compile(
-    r"Not all values of (?P<var>.+?)(?: in the specified range(?P<range>[^\n]*?))? "
-    r"(?:satisfy the generated guard (?P<guard>[^\n]+)"
-    r"|are valid because (?P<who>\S+) was inferred to be "
-    r"(?:equal to (?P<equal>[^\n]+)|a constant \((?P<const>-?\d+)\)))")
+# "Not all values of VAR[ in the specified range RANGE] satisfy the generated guard G" / "... are valid
+# because WHO was inferred to be equal to E" / "... a constant (N)": read by _not_all with str.find, since a
+# regular expression with two lazy parts backtracks cubically over a long line of such phrases
+_NOT_ALL_START, _IN_RANGE = "Not all values of ", " in the specified range"
+_SATISFY, _VALID = " satisfy the generated guard ", " are valid because "
+_INFERRED = re.compile(r"(?P<who>\S+) was inferred to be "
+                       r"(?:equal to (?P<equal>[^\n]+)|a constant \((?P<const>-?\d+)\))")
 _EQUAL = re.compile(r"The values of (?P<a>\S+ = \S+) and (?P<b>\S+ = \S+) must always be equal")
 _RELATED = re.compile(r"The values of (?P<a>\S+ = \S+) must always be related to the values of "
                       r"(?P<b>\S+ = \S+) by (?P<lhs>\S+) = (?P<rhs>[^\n]+)")
@@ -219,18 +221,56 @@ def _blocks(text: str) -> list[str]:
     return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
 
 
+@dataclass(frozen=True)
+class _NotAll:
+    """One "Not all values of ..." statement: where it starts, its text, and its parts."""
+
+    start: int
+    text: str
+    var: str
+    range: str | None
+    guard: str | None = None
+    equal: str | None = None
+    const: str | None = None
+
+
+def _not_all(text: str) -> list[_NotAll]:
+    """Every "Not all values of ..." statement of ``text``, in order; each is read within its line, in time
+    linear in the line."""
+    found = []
+    start = text.find(_NOT_ALL_START)
+    while start >= 0:
+        body = start + len(_NOT_ALL_START)
+        end = text.find("\n", body)
+        line = text[body:] if end < 0 else text[body:end]
+        cuts = [(i, t) for t in (_SATISFY, _VALID) if (i := line.find(t)) > 0]
+        if cuts:
+            cut, kind = min(cuts)
+            var, sep, rng = line[:cut].partition(_IN_RANGE)
+            rest = line[cut + len(kind):]
+            if var and kind == _SATISFY and rest:
+                found.append(_NotAll(start, text[start:body] + line, var, rng if sep else None, guard=rest))
+            elif var and kind == _VALID and (m := _INFERRED.match(rest)):
+                found.append(_NotAll(start, text[start:body + cut + len(kind) + m.end()], var,
+                                     rng if sep else None, equal=m.group("equal"), const=m.group("const")))
+        # like a regular expression's matches, statements do not overlap
+        start = text.find(_NOT_ALL_START, found[-1].start + len(found[-1].text) if found and
+                          found[-1].start == start else body)
+    return found
+
+
 def _items(block: str, names: _Names):
     """(guard, kind, line, region) for every guard statement of one message, in order."""
     found: list[tuple] = []
-    for m in _NOT_ALL.finditer(block):
-        name = names.declare(m.group("var"), m.group("range"))
-        if m.group("guard") is not None:
-            found.append((m.start(), names.rename(_sentence(m.group("guard"))), "constraint", m.group()))
-        elif m.group("const") is not None:
-            found.append((m.start(), f"{name} == {m.group('const')}", "specialization", m.group()))
+    for n in _not_all(block):
+        name = names.declare(n.var, n.range)
+        if n.guard is not None:
+            found.append((n.start, names.rename(_sentence(n.guard)), "constraint", n.text))
+        elif n.const is not None:
+            found.append((n.start, f"{name} == {n.const}", "specialization", n.text))
         else:
-            found.append((m.start(), f"{name} == ({names.rename(_sentence(m.group('equal')))})", "equality",
-                          m.group()))
+            equal = names.rename(_sentence(n.equal or ""))
+            found.append((n.start, f"{name} == ({equal})", "equality", n.text))
     for m in _EQUAL.finditer(block):
         found.append((m.start(), f"{names.declare(m.group('a'))} == {names.declare(m.group('b'))}",
                       "equality", m.group()))
@@ -271,8 +311,8 @@ def _symbols(guard: str, kind: str) -> list[str] | None:
 def find_guards(text: str) -> list[TorchGuard]:
     """Every guard in torch's error text or log, deduplicated, in order of appearance."""
     names = _Names()
-    for m in _NOT_ALL.finditer(text):       # Dim names first: a guard may mention a dim named later
-        names.declare(m.group("var"), m.group("range"))
+    for n in _not_all(text):                # Dim names first: a guard may mention a dim named later
+        names.declare(n.var, n.range)
     for m in (*_EQUAL.finditer(text), *_RELATED.finditer(text)):
         names.declare(m.group("a"))
         names.declare(m.group("b"))

@@ -130,3 +130,15 @@ def test_explain_messages_numbers_guards_and_honours_the_time_budget():
     truncated = explain_messages("Not all values of T = L['x'].size()[1] in the specified range T <= 8 "
                                  "satisfy the generated guard ((L['x'].size()[1] // 4")
     assert truncated[0].status == "not checked" and "not explained" in truncated[0].notes[0]
+
+
+def test_a_long_line_of_unfinished_statements_is_read_in_linear_time():
+    """A regular expression with two lazy parts took 100 s on this 16 KB line (cubic backtracking)."""
+    import time
+
+    text = "Constraints violated (T)!\n" + "Not all values of x in the specified range" * 400
+    start = time.perf_counter()
+    assert find_guards(text) == []
+    text += " satisfy the generated guard x > 3"
+    [found] = find_guards(text)
+    assert found.guard.endswith("> 3") and time.perf_counter() - start < 2
