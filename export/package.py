@@ -196,6 +196,8 @@ _OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Po
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d{1,3})?")
 _MAX_INT = 2 ** 64
+_POWERS = frozenset({"Pow", "PowByNatural", "FloatPow", "LShift"})   # (base, exponent) calls sympify computes
+_MAX_POWER = 1024         # literal exponents along a chain of powers multiply to at most this
 _MAX_TEXT = 100_000
 
 
@@ -228,6 +230,56 @@ def _operator_children(node: ast.AST) -> list | None:
     return None
 
 
+def _powers_bounded(tree: ast.AST, what: str, text: str) -> None:
+    """Refuse powers that sympify or the check itself would compute for hours (``0*10**10**8``): each
+    exponent (of ``**``, ``Pow``, ``PowByNatural``, ``FloatPow``; a shift of ``LShift``) is a number
+    literal or a size symbol, and the literal exponents along a chain of powers multiply to at most
+    ``_MAX_POWER``."""
+    todo: list[tuple[ast.AST, int]] = [(tree, 1)]
+    while todo:
+        node, scale = todo.pop()
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            base, exponent = node.left, node.right
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _POWERS
+              and len(node.args) == 2):
+            base, exponent = node.args
+        else:
+            todo.extend((child, scale) for child in ast.iter_child_nodes(node))
+            continue
+        literal = _integer_literal(exponent)
+        if literal is None and not (_size_symbol(exponent) or _float_literal(exponent)):
+            raise PackageError(f"{what}: an exponent that is neither a number nor a size in {text[:80]!r}")
+        scale *= max(1, abs(literal or 1))
+        if scale > _MAX_POWER:
+            raise PackageError(f"{what}: a power too large to compute in {text[:80]!r}")
+        todo.append((base, scale))
+
+
+def _integer_literal(node: ast.AST) -> int | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _integer_literal(node.operand)
+        return None if value is None else (-value if isinstance(node.op, ast.USub) else value)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Integer":
+        return _integer_literal(node.args[0]) if len(node.args) == 1 else None
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def _float_literal(node: ast.AST) -> bool:
+    """``0.5``, ``Float('0.5', ...)``: a float power is computed at the float's precision, in no time."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _float_literal(node.operand)
+    return ((isinstance(node, ast.Constant) and type(node.value) is float)
+            or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Float"))
+
+
+def _size_symbol(node: ast.AST) -> bool:
+    """A name, ``Symbol('s0', ...)``, or an input size as guard code reads it (``L['x'].size()[1]``)."""
+    return (isinstance(node, ast.Name) or _input_size(node)
+            or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Symbol"))
+
+
 def _number(node: ast.AST) -> bool:
     return (isinstance(node, ast.Constant) and type(node.value) in (int, float, bool)
             and (not isinstance(node.value, int) or abs(node.value) <= _MAX_INT))
@@ -255,7 +307,9 @@ def check_sympy_text(text, what: str = "package") -> None:
             return args
         raise PackageError(f"{what}: {type(node).__name__} in a symbolic expression {text[:80]!r}")
 
-    _walk(_tree(text, what, "symbolic expression"), visit)
+    tree = _tree(text, what, "symbolic expression")
+    _walk(tree, visit)
+    _powers_bounded(tree, what, text)
 
 
 def check_guard_code(text, what: str = "package") -> None:
@@ -274,7 +328,9 @@ def check_guard_code(text, what: str = "package") -> None:
             return list(node.args)
         raise PackageError(f"{what}: {type(node).__name__} in an input check {text[:80]!r}")
 
-    _walk(_tree(text, what, "input check"), visit)
+    tree = _tree(text, what, "input check")
+    _walk(tree, visit)
+    _powers_bounded(tree, what, text)
 
 
 def _input_size(node: ast.AST) -> bool:

@@ -40,7 +40,9 @@ from .package import Caps, PackageError, check_member, open_archive, read_json
 __all__ = ["FORMAT", "PackageError", "SplitProgram", "load_split"]
 
 FORMAT = "shapeproof.split/1"
-_SOURCE = re.compile(r"L((?:\[[^\]]+\])+)\.size\(\)\[(\d+)\]")
+# an input size as guards print it, L['x'].size()[1]: keys are quoted names or indices (a bracket of anything
+# but ']' backtracked quadratically over a manifest of "L[L[L[...")
+_SOURCE = re.compile(r"L((?:\['[^'\]\[]+'\]|\[\d+\])+)\.size\(\)\[(\d+)\]")
 
 
 @dataclass
