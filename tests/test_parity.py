@@ -104,6 +104,27 @@ def test_a_program_that_disagrees_with_eager_is_reported(monkeypatch):
     assert "eager_mismatch" in {k for k, _ in row["problems"]}
 
 
+class _InstanceNorm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.InstanceNorm1d(1)
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+def test_a_difference_from_eager_that_torchs_program_shares_is_not_shapeprofs():
+    """Eager InstanceNorm1d raises at one element per channel; the exported graph has no such check, in
+    torch's program as in shapeproof's."""
+    spec = {"x": (Dim.AUTO, Dim.AUTO)}
+    case = ParityCase("norm", "synthetic", "this file",
+                      lambda: (_InstanceNorm(), (torch.randn(1, 2),), {}, spec),
+                      probes_factory=lambda: [((torch.randn(1, 1),), {})])
+    kinds = [k for k, _ in parity.run_case(case, level="quick")["problems"]]
+    assert "torch_eager_mismatch" in kinds and "shared_eager_mismatch" in kinds
+    assert not set(kinds) & set(parity.MUST_BE_ZERO)
+
+
 def test_a_failed_export_where_torch_exports_is_reported(monkeypatch):
     _pretend_shapeproof(monkeypatch, lambda case: parity.Outcome("shapeproof", None, RuntimeError("no")))
     row = parity.run_case(_case({"x": {0: Dim("n")}}), level="quick")
