@@ -11,13 +11,13 @@ from torch.export import ExportedProgram
 from shapeproof.shapes import DimKind, GuardReport, Query, ShapeEnv
 from shapeproof.solver import DEFAULT_TIMEOUT
 from shapeproof.tracer import strategy_named
-from shapeproof.tracer.engine_env import TorchDataDependentError
 from shapeproof.tracer.module_state import ModuleState
 
 from .errors import ExportError
 from .narrow import widest_single_program
 from .regions import (
-    TRACES_PER_REGION, RegionSearch, python_guard, search_regions, set_input_checks, trace, variable_sources,
+    TRACES_PER_REGION, RegionSearch, data_dependent_cause, python_guard, search_regions, set_input_checks,
+    trace, variable_sources,
 )
 from .specs import apply_fixes, normalize_spec
 from .split import SplitProgram, split_program
@@ -55,16 +55,6 @@ class ExportResult:
         return self.engine.discharged
 
 
-def _data_dependent_cause(exc: BaseException | None) -> TorchDataDependentError | None:
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, TorchDataDependentError):
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return None
-
-
 def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *,
                        dynamic_shapes=None, strict: bool = False,
                        preserve_module_call_signature: tuple[str, ...] = (),
@@ -86,7 +76,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
     # later traces and probes run the model again; leave it as torch.export's one run at the example does
     after_first = ModuleState(model)
     try:
-        data_dependent = _data_dependent_cause(first.failure)
+        data_dependent = data_dependent_cause(first.failure)
         if data_dependent is not None:
             raise data_dependent.with_traceback(None) from None
         report, name = first.report, type(model).__name__

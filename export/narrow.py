@@ -140,7 +140,7 @@ class _Narrower:
             return None
         args, kwargs = inputs_at(self.model, self.args, self.kwargs, input_sizes(self.first.sizes, point))
         found = trace(self.model, args, kwargs, self.spec, self.strategy, self.timeout, self.options,
-                      self.first.started_from)
+                      self.first.started_from, self.first.followed_buffers)
         self.traces.append(found)
         self.added += 1
         self.programs.add(found)

@@ -36,7 +36,8 @@ from shapeproof.shapes import GuardReport, ShapeEnv, lift
 from shapeproof.tracer.torch_internals import pytree
 from shapeproof import solver as F      # the solver's facade: conditions, questions, guard code
 from shapeproof.solver import Bounds, divisors, evaluate_term, guard_code, prove, simplify, symbol, truth
-from shapeproof.tracer.engine_env import EngineShapeEnv, engine_tracing
+from shapeproof.tracer.engine_env import EngineShapeEnv, TorchDataDependentError, engine_tracing
+from shapeproof.tracer.size_tracking import small_buffers
 from shapeproof.tracer.module_state import ModuleState
 from shapeproof.tracer.probe import failure_at
 from shapeproof.tracer.size_asserts import label_size_asserts
@@ -83,6 +84,7 @@ class Trace:
     started_from: ModuleState          # the model's attributes when it began (later traces start there too)
     symbols: dict[Symbol, Expr] = field(default_factory=dict)   # torch symbol -> canonical term
     branches: list[F.Formula] = field(default_factory=list)      # the region's guards from Python branches
+    followed_buffers: frozenset[int] = frozenset()   # ids of the buffers sizes were followed through
 
     @cached_property
     def terms(self) -> ProgramTerms:
@@ -239,33 +241,36 @@ def _engine_term(torch_env: EngineShapeEnv, expr: Expr) -> Expr | None:
 
 
 def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout: float,
-          options: dict | None = None, start_from: ModuleState | None = None) -> Trace:
+          options: dict | None = None, start_from: ModuleState | None = None,
+          buffers: frozenset[int] | None = None) -> Trace:
     """Export once with the engine deciding shapes; never raises for shape reasons (the caller decides).
 
     ``options`` are torch.export.export's own keyword arguments, passed through.  ``start_from``
     (an earlier trace's ``started_from``) puts the model's attributes back first (``module_state.py``).
+    ``buffers`` are the ids of the model's small buffers whose values sizes are followed through (an
+    earlier trace's ``followed_buffers``); None decides: none, unless the trace then fails on a
+    data-dependent size and the model has such buffers (EnCodec keeps its strides in int64 buffers).
+    A followed value becomes a runtime assert that the buffer still holds it, which a program that
+    mutates the buffer (a step counter) breaks at its next call, so those are never followed.
     """
     if start_from is not None:
         start_from.restore()
     started_from = start_from or ModuleState(model)
     start = time.perf_counter()
-    unfollowed: frozenset[int] = frozenset()
-    while True:
-        engine = ShapeEnv(strategy=strategy, timeout=timeout)
-        context, torch_env = engine_tracing(engine, dim_specs(spec), model, unfollowed)
-        program, failure = None, None
-        with context:
-            try:
-                program = with_stack_room(torch.export.export, model, args, kwargs, dynamic_shapes=spec,
-                                          strict=False, **(options or {}))
-            except Exception as exc:  # judged by the caller: a shape violation, data-dependent or model error
-                failure = exc
-        written = frozenset(torch_env.size_tracker.written_buffers) - unfollowed
-        if not written or not torch_env.size_tracker.bindings:
-            break
-        # the code writes a buffer whose value it read (a step counter): at the next call it reads another
+    followed = frozenset() if buffers is None else buffers
+    engine, torch_env, program, failure = _export_once(model, args, kwargs, spec, strategy, timeout, options,
+                                                       followed)
+    if buffers is None and data_dependent_cause(failure) is not None and small_buffers(model):
+        followed = frozenset(small_buffers(model))
         started_from.restore()
-        unfollowed |= written
+        engine, torch_env, program, failure = _export_once(model, args, kwargs, spec, strategy, timeout,
+                                                           options, followed)
+    mutated = _mutated_buffers(model, program) & followed
+    if mutated and torch_env.size_tracker.bindings:
+        followed -= mutated
+        started_from.restore()
+        engine, torch_env, program, failure = _export_once(model, args, kwargs, spec, strategy, timeout,
+                                                           options, followed)
     report = engine.produce_guards()
     seconds = time.perf_counter() - start
     canon = canonical(engine)
@@ -284,7 +289,43 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
         _set_checks(program, getattr(program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE) + derived_dim_checks(sizes))
         label_size_asserts(program, torch_env.size_tracker)
     return Trace(point, engine, torch_env, program, failure, report, region, sizes, ranges, declared, seconds,
-                 started_from, symbols, [g for g, branch in parts or () if branch])
+                 started_from, symbols, [g for g, branch in parts or () if branch], followed)
+
+
+def _export_once(model, args, kwargs, spec, strategy: str, timeout: float, options: dict | None,
+                 buffers: frozenset[int]) -> tuple:
+    """``(engine, torch_env, program or None, failure or None)`` of one ``torch.export.export`` call."""
+    engine = ShapeEnv(strategy=strategy, timeout=timeout)
+    followed = {i: b for i, b in small_buffers(model).items() if i in buffers}
+    context, torch_env = engine_tracing(engine, dim_specs(spec), followed)
+    program, failure = None, None
+    with context:
+        try:
+            program = with_stack_room(torch.export.export, model, args, kwargs, dynamic_shapes=spec,
+                                      strict=False, **(options or {}))
+        except Exception as exc:  # judged by the caller: a shape violation, data-dependent or model error
+            failure = exc
+    return engine, torch_env, program, failure
+
+
+def _mutated_buffers(model, program) -> frozenset[int]:
+    """The ids of the model's buffers ``program`` writes (in place or by assignment)."""
+    if program is None:
+        return frozenset()
+    by_name = dict(model.named_buffers(remove_duplicate=False))
+    written = program.graph_signature.buffers_to_mutate.values()
+    return frozenset(id(by_name[name]) for name in written if name in by_name)
+
+
+def data_dependent_cause(exc: BaseException | None) -> TorchDataDependentError | None:
+    """The data-dependent error (a size torch could not know while tracing) in ``exc``'s chain, if any."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, TorchDataDependentError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 # ---------------------------------------------------------------------------- inputs at a point
@@ -414,7 +455,8 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
         except (OSError, MemoryError) as exc:
             search.reason = f"inputs at {point_str(point)} do not fit in memory ({_first_line(exc)})"
             break
-        found = trace(model, new_args, new_kwargs, spec, strategy, timeout, options, first.started_from)
+        found = trace(model, new_args, new_kwargs, spec, strategy, timeout, options, first.started_from,
+                      first.followed_buffers)
         search.traces.append(found)
         if found.program is None:
             assert found.failure is not None          # a trace without a program says why

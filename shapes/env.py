@@ -389,7 +389,10 @@ class ShapeEnv:
         guard = Guard(len(self.guards), condition, asked, where or capture(), oblivious, from_check)
         self.guards.append(guard)
         self.graph.add_condition("guard", guard.index, condition.free_symbols)
+        known = set(self.knowledge.replacements)
         self._learn(condition)
+        guard.taught = frozenset(s for s, by in self.knowledge.replacements.items()
+                                 if s not in known and by.free_symbols <= self.derived.keys())
         return guard
 
     def _learn(self, fact: S.Formula) -> None:

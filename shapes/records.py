@@ -26,6 +26,9 @@ class Guard:
     size_oblivious: bool = False
     from_check: bool = False           # came from torch._check on backed sizes
     verdict: Verdict | None = None
+    # symbols learning this guard made multiples (a divisibility it implies, x == c*k): questions torch
+    # would ask about them afterwards, each about one dim, the environment answered from it
+    taught: frozenset = frozenset()
 
     @property
     def kind(self) -> str:

@@ -99,18 +99,22 @@ def _raised_lower_bound(info) -> bool:
     return used is not None and (declared is None or declared < used)
 
 
-def _tolerated(env: EnvView, lifted: S.Formula, counterexample: dict, strategy: str, timeout: float) -> bool:
+def _tolerated(env: EnvView, guard: Guard, lifted: S.Formula, counterexample: dict, strategy: str,
+               timeout: float) -> bool:
     """Whether torch.export's rules make this refuted guard an input check of the program, not an error.
 
     Dims declared ``Dim.AUTO``/``Dim.DYNAMIC`` let export decide, so guards on
     them only narrow what the program accepts (``DYNAMIC`` ones may not be
     pinned to one size: see ``_pinned``).  A named ``Dim`` promises its whole
     range: a guard on it alone is a violation.  A relation between named
-    dims is kept as an input check (``N <= M``, ``a*b == c*d``), except an
-    equation that would make one named dim a function of the others (torch
-    asks for a shared or derived ``Dim`` there) and one through ``//`` or
-    ``%`` that narrows a named dim by itself; a relation with an ``AUTO``/``DYNAMIC`` dim is one that
-    dim adopts, as long as it leaves the named dims their ranges.
+    dims is kept as an input check (``N <= M``, ``a*b == c*d``, ``(a*b) // 2
+    != a`` at b = 2), except an equation that would make one named dim a
+    function of the others (torch asks for a shared or derived ``Dim``
+    there) and one that narrows by itself a named dim it taught a
+    divisibility (``H*W == 4*(H // 2)*(W // 2)``: the per-dim questions torch
+    asks after it, and raises on, the environment answered from ``H = 2*k``);
+    a relation with an ``AUTO``/``DYNAMIC`` dim is one that dim adopts, as
+    long as it leaves the named dims their ranges.
     """
     infos = [env.symbols[s] for s in lifted.free_symbols]
     if not infos or any(not info.backed for info in infos):
@@ -120,22 +124,21 @@ def _tolerated(env: EnvView, lifted: S.Formula, counterexample: dict, strategy: 
         return True
     if len(infos) == 1 or (len(strict) == len(infos) and _solvable_equation(lifted)):
         return False
-    if _polynomial(lifted):
-        return True
-    return not any(_narrows_alone(env, lifted, info, counterexample, strategy, timeout) for info in strict)
+    taught = _roots(env, guard.taught)
+    return not any(_narrows_alone(env, lifted, info, counterexample, strategy, timeout)
+                   for info in strict if info.symbol in taught)
 
 
-def _polynomial(f: S.Formula) -> bool:
-    """Whether every relation of ``f`` is a polynomial one (no ``//``, ``%``, min/max or float step).
-
-    torch.export keeps such a relation of several dims as an input check even
-    where it excludes sizes of one dim (``x**2 - y**2 >= 4`` at x = 2,
-    ``a*b == c`` at a prime ``c``): its guards are torch's questions, and no
-    op asks them dim by dim.  A relation through ``//`` or ``%`` is what a
-    view or reshape asks before its per-dim questions (``T % (T // 2) == 0``),
-    which torch raises on; ``_narrows_alone`` stands in for those.
-    """
-    return all((r.lhs - r.rhs).is_polynomial(*r.free_symbols) for r in S.relations(f))
+def _roots(env: EnvView, syms) -> set[Symbol]:
+    """The input symbols behind ``syms`` (``k`` with ``H == 2*k`` is ``H``'s)."""
+    todo, roots = list(syms), set()
+    while todo:
+        s = todo.pop()
+        if s in env.derived:
+            todo.extend(env.derived[s].free_symbols)
+        else:
+            roots.add(s)
+    return roots
 
 
 def _narrows_alone(env: EnvView, lifted: S.Formula, info, counterexample: dict, strategy: str,
@@ -223,7 +226,7 @@ def produce_guards(env: EnvView, strategy="cascade", timeout: float = 2.0) -> Gu
         if verdict.refuted:
             point = verdict.counterexample or {}            # set on every refutation
             violation = Violation(guard, lifted, verdict, _labelled(env, point))
-            tolerated = _tolerated(env, lifted, point, strategy, timeout)
+            tolerated = _tolerated(env, guard, lifted, point, strategy, timeout)
             (restrictions if tolerated else violations).append(violation)
         elif not verdict.proven:
             unproven.append(guard)
@@ -233,6 +236,14 @@ def produce_guards(env: EnvView, strategy="cascade", timeout: float = 2.0) -> Gu
                                 timeout=timeout)
             if at_declared.refuted:
                 zero_one.append(ZeroOneWarning(guard, _labelled(env, at_declared.counterexample or {})))
+    # once a named dim is an error, every relation that narrows it by itself is part of the error too, so
+    # that its fix covers them all
+    erring = {s for v in violations for s in v.lifted.free_symbols if env.symbols[s].kind is DimKind.STRICT}
+    joined = [r for r in restrictions if any(
+        _narrows_alone(env, r.lifted, env.symbols[s], r.counterexample, strategy, timeout)
+        for s in r.lifted.free_symbols & erring)]
+    violations += joined
+    restrictions = [r for r in restrictions if all(r is not j for j in joined)]
     pinned = _pinned(env, restrictions, strategy, timeout)
     violations = sorted(violations + [r for r in restrictions if id(r) in pinned],
                         key=lambda v: v.guard.index)

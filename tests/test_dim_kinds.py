@@ -164,17 +164,24 @@ class FlattenInto(torch.nn.Module):
         return x.reshape(-1) + z
 
 
+class ViewPairs(torch.nn.Module):
+    def forward(self, x):
+        return x.view(-1, 2)
+
+
 class SquaresBranch(torch.nn.Module):
     def forward(self, x, y):
         return x * 2 if x.size(0) ** 2 - y.size(0) ** 2 >= 4 else x * 3
 
 
-def test_a_polynomial_relation_that_excludes_sizes_of_one_named_dim_is_still_an_input_check():
-    """torch keeps a*b == c and x**2 - y**2 >= 4 as input checks although no (a, b) fits a prime c and no y
-    fits x = 2: it raises only on guards of one dim, and no op asks these dim by dim."""
+def test_a_relation_that_excludes_sizes_of_one_named_dim_is_still_an_input_check():
+    """torch keeps a*b == c, x**2 - y**2 >= 4 and (a*b) // 2 != a as input checks although no (a, b) fits a
+    prime c, no y fits x = 2 and no a fits b = 2: it raises only on guards of one dim, and no op asks these
+    dim by dim (as a view that splits T by T // 2 does)."""
     cases = ((FlattenInto(), (torch.randn(6, 8), torch.randn(48)),
               {"x": (Dim("a", min=2), Dim("b", min=2)), "z": (Dim("c", min=4),)}),
-             (SquaresBranch(), (torch.randn(5), torch.randn(3)), {"x": (Dim("dx"),), "y": (Dim("dy"),)}))
+             (SquaresBranch(), (torch.randn(5), torch.randn(3)), {"x": (Dim("dx"),), "y": (Dim("dy"),)}),
+             (ViewPairs(), (torch.randn(4, 6),), {"x": (Dim("a"), Dim("b"))}))
     for model, args, spec in cases:
         _torch(model, args, spec)
         with pytest.warns(UserWarning, match="(checks these relations|input checks)"):

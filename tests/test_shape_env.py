@@ -79,17 +79,20 @@ def test_a_guard_on_a_rounded_float_gets_the_sizes_where_it_holds():
     assert [(f.kind, f.min, f.max) for f in violation.fixes if f.kind == "range"] == [("range", 37, 39)]
 
 
-def test_a_relation_of_named_dims_that_fails_for_a_size_whatever_the_other_is_a_violation():
-    """``x.view(-1, T // 2, 2)`` needs ``(B*T) % (2*(T // 2)) == 0``: with B <= 8 some B makes it hold at
-    T = 3, 5, 7 and 9, none at an odd T from 11 on, so it narrows T by itself (a violation with a fix,
-    as torch's per-dim guards are), not an input check over the pair.  The counterexample (T = 5) and the
-    ends of T's range alone did not show it."""
+def test_a_relation_of_named_dims_that_teaches_a_divisibility_and_fails_for_a_size_alone_is_a_violation():
+    """``x.view(-1, T // 2, 2)`` needs ``(B*T) % (2*(T // 2)) == 0`` and ``(B*T) // (2*(T // 2)) == B``,
+    which together make T even (torch, which has no such reasoning, asks ``T % (T // 2) == 0`` next, a
+    guard on T, and raises): with B <= 8, no B makes them hold at an odd T from 11 on (at T = 3, 5, 7, 9
+    some B does), so the view narrows T by itself: a violation with a fix, not an input check; and so does
+    the first relation, which taught nothing but narrows T as well."""
     env = ShapeEnv()
     b = dim(env, 2, "x.size(0)", declared=(1, 8), name="B")
     t = dim(env, 38, "x.size(1)", declared=(2, 1000), name="T")
     env.evaluate(f"(({b}*{t}) % (2*({t} // 2))) == 0")
+    env.evaluate(f"(({b}*{t}) // (2*({t} // 2))) == {b}")
     report = env.produce_guards()
-    assert report.restrictions == [] and len(report.violations) == 1
+    assert [g.taught for g in report.guards] == [frozenset(), frozenset({t})]
+    assert len(report.violations) == 2 and report.restrictions == []
     fixes = [(f.dim, f.kind, f.modulus, f.remainder) for f in report.combined_fixes]
     assert fixes == [("T", "multiple", 2, 0)]
 
@@ -297,11 +300,12 @@ def test_joint_fix_raises_minimums_where_no_congruence_helps():
     env = ShapeEnv()
     h = dim(env, 64, "x.size(2)", declared=(32, 256), name="H")
     w = dim(env, 96, "x.size(3)", declared=(32, 256), name="W")
-    env.evaluate(f"Min(({h} // 4 + 1) // 2, ({w} // 4 + 1) // 2) > 4")
+    env.evaluate(f"(({h} // 4 + 1) // 2) > 4")       # Python's min() compares the two, then asks each
+    env.evaluate(f"(({w} // 4 + 1) // 2) > 4")
     report = env.produce_guards()
-    (violation,) = report.violations
-    cex = violation.counterexample
-    assert min((cex["H"] // 4 + 1) // 2, (cex["W"] // 4 + 1) // 2) <= 4
+    assert len(report.violations) == 2
+    for violation, name in zip(report.violations, ("H", "W")):
+        assert (violation.counterexample[name] // 4 + 1) // 2 <= 4
     # the smallest common minimum: (36 // 4 + 1) // 2 == 5 > 4, while (35 // 4 + 1) // 2 == 4
     assert sorted((f.dim, f.kind, f.min, f.max) for f in report.combined_fixes) == [
         ("H", "range", 36, 256), ("W", "range", 36, 256)]

@@ -99,24 +99,49 @@ def test_a_changed_buffer_makes_the_program_raise_not_compute_another_padding():
 
 
 class StepCounter(nn.Module):
-    """Reads a buffer, then writes it: the next call reads another value."""
+    """Reads a buffer, then writes it (in place, or by assigning the attribute): each call reads another
+    value."""
 
-    def __init__(self):
+    def __init__(self, assign=False):
         super().__init__()
+        self.assign = assign
         self.register_buffer("step", torch.tensor(0))
 
     def forward(self, x):
         n = self.step.item()
-        self.step.add_(1)
+        if self.assign:
+            self.step = self.step + 1
+        else:
+            self.step.add_(1)
         return x[: x.shape[0] - n] * n
 
 
-def test_a_buffer_the_code_writes_is_not_followed():
+@pytest.mark.parametrize("assign", [False, True])
+def test_a_buffer_the_code_writes_is_not_followed(assign):
     spec = ({0: Dim("T", min=8, max=64)},)
-    module = shapeproof.export(StepCounter(), (torch.randn(16),), dynamic_shapes=spec).module()
-    eager, x = StepCounter(), torch.randn(16)
+    module = shapeproof.export(StepCounter(assign), (torch.randn(16),), dynamic_shapes=spec).module()
+    eager, x = StepCounter(assign), torch.randn(16)
     for _ in range(3):       # a value bound at export (step == 0) would fail the second call
         assert torch.equal(module(x), eager(x))
+
+
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.tensor(2))
+
+    def forward(self, x):
+        return x * self.scale.item()
+
+
+def test_a_buffer_no_size_needs_is_not_followed():
+    """torch's program reads the buffer at run time; so does shapeproof's, with no assert on its value."""
+    program = shapeproof.export(Scale(), (torch.randn(6),), dynamic_shapes=({0: Dim("T")},)).module()
+    eager = Scale()
+    for model in (program, eager):
+        model.load_state_dict({"scale": torch.tensor(5)})
+    x = torch.randn(9)
+    assert torch.equal(program(x), eager(x))
 
 
 class LoopIndex(nn.Module):

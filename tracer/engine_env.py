@@ -52,7 +52,7 @@ from .fake_mode import EngineFakeTensorMode
 from .rnn_shapes import symbolic_rnns
 from .size_asserts import sizes_checked_against_inputs
 from .loop_bodies import loop_bodies_unfollowed
-from .size_tracking import SizeTracker, small_buffers
+from .size_tracking import SizeTracker
 from .symbolic_range import symbolic_ranges
 from .sympy_bridge import UnsupportedExpression, bounds_of, to_condition, to_term
 from .torch_internals import (
@@ -489,18 +489,17 @@ def _warn_only(context):
     return dataclasses.replace(context, constraint_sizes=relaxed)
 
 
-def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None, model=None,
-                   unfollowed_buffers: frozenset[int] = frozenset()):
+def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None,
+                   buffers: dict[int, torch.Tensor] | None = None):
     """Context in which ``torch.export.export(strict=False)`` traces with ``engine`` deciding shapes.
 
     Uses export's documented reuse of an ambient TracingContext's fake mode
     (``_export/non_strict_utils.make_fake_inputs``); ``tracked_fakes=[]`` is
     required there.  The fake mode follows sizes through small tensors
-    (``size_tracking``), including ``model``'s small buffers but those whose
-    ``id`` is in ``unfollowed_buffers``.  Returns ``(context manager, EngineShapeEnv)``.
+    (``size_tracking``), including the model's ``buffers`` (by ``id``; see
+    ``small_buffers``).  Returns ``(context manager, EngineShapeEnv)``.
     """
     torch_env = EngineShapeEnv(engine=engine, dim_specs=dim_specs, tracked_fakes=[], trace_asserts=True)
-    buffers = {i: b for i, b in small_buffers(model).items() if i not in unfollowed_buffers}
     fake_mode = EngineFakeTensorMode(shape_env=torch_env, allow_non_fake_inputs=True, export=True,
                                      constants=buffers)
     torch_env.size_tracker = fake_mode.size_tracker

@@ -12,10 +12,9 @@ a conversion, a comparison, ``where``, or a small view/creation op on inputs
 whose values are known: sizes (SymInt/SymFloat operands, ``torch.tensor``
 of a size), Python numbers, small constant tensors (``torch.tensor(3)``,
 module attributes) and the model's small buffers (read when export
-fakifies them).  Anything else, any tensor written in place, and anything
-inside a loop's body (``loop_bodies``) is not followed; nor is a buffer the
-traced code writes in place (a step counter: ``regions.trace`` takes the
-trace again without it, see ``written_buffers``).
+fakifies them, those ``regions.trace`` chooses).  Anything else, any
+tensor written in place, and anything inside a loop's body (``loop_bodies``)
+is not followed.
 
 Where a followed integer tensor becomes an integer (``_local_scalar_dense``,
 which ``.item()``, ``int()``, pad amounts, slice bounds and ``tolist()``
@@ -93,10 +92,6 @@ class SizeTracker:
         self.bindings: dict[sympy.Symbol, Binding] = {}
         self.unbound: dict[sympy.Symbol, str] = {}   # unbacked symbol -> why its tensor was not followed
         self._pending: list[Binding] = []
-        self._buffers: dict[StorageWeakRef, int] = {}   # a followed buffer's fake storage -> id of the buffer
-        # followed buffers the traced code writes in place (a step counter): a value read before the
-        # write is another one at the next call, so the trace is taken again without following them
-        self.written_buffers: set[int] = set()
         self._loop_depth = 0
 
     # -- ranges ---------------------------------------------------------------------------
@@ -129,7 +124,6 @@ class SizeTracker:
             tracked = read_values(real)
             if tracked is not None:
                 self._set(fake, tracked.shape, tracked.values)
-                self._buffers[StorageWeakRef(fake.untyped_storage())] = id(real)
 
     @contextmanager
     def in_loop_body(self):
@@ -219,7 +213,6 @@ class SizeTracker:
         if written:
             for t in [t for t, tr in self.tracked.items() if tr.storage in written]:
                 del self.tracked[t]
-            self.written_buffers.update(self._buffers[w] for w in written if w in self._buffers)
 
     # -- integers handed to torch --------------------------------------------------------------
     def _bind(self, tensor, out) -> None:
