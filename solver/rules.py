@@ -132,6 +132,9 @@ def split_multiples(a: Expr, b: Expr) -> tuple[Expr, Expr]:
     return quotient_poly, rest
 
 
+MAX_DIVISION_WORK = 2000    # terms of the dividend times terms of the divisor that _divide takes on
+
+
 def _divide(a: Expr, b: Expr) -> tuple[Optional[Expr], Optional[Expr]]:
     """Multivariate polynomial division ``a == b*q + r`` over the atoms of ``a`` and ``b``.
 
@@ -140,6 +143,8 @@ def _divide(a: Expr, b: Expr) -> tuple[Optional[Expr], Optional[Expr]]:
     """
     if a == 0:
         return Integer(0), Integer(0)
+    if len(sympy.Add.make_args(a)) * len(sympy.Add.make_args(b)) > MAX_DIVISION_WORK:
+        return None, None          # sympy.reduced does not stop at a deadline: 495 by 495 terms took 4 s
     gens = _generators(a + b)
     if not gens:
         return None, None

@@ -85,6 +85,13 @@ def test_pythons_left_to_right_or_raises_before_it_reaches_a_true_operand():
     ("(a+b+c+d+1)**64 > 0", {}),
     ("((((T**64)**64)**64)**64) > 0", {}),
     ("((T+1)**64)**64 > 0", {}),
+    ("(x+1)**64 > 0", {}),                      # Z3 ignored its budget in its polynomial arithmetic
+    ("(x+1)**24 > 0", {}),
+    # float comparisons were expanded, and polynomials divided, with no deadline
+    ("(a0+a1+a2+a3+1)**4 / (a3+a2+a1+a0+2)**4 < (a0+a1+a2+a3+3)**4", dict.fromkeys(("a0", "a1", "a2", "a3"),
+                                                                                  (0, 1))),
+    (f"({'+'.join(f'a{i}' for i in range(8))}+1)**4 // ({'+'.join(f'b{i}' for i in range(8))}+1)**4 >= 0",
+     dict.fromkeys([f"{c}{i}" for c in "ab" for i in range(8)], (1, None))),
     (" + ".join(f"x{i}" for i in range(2000)) + " > 0", {}),
     ("*".join(["T"] * 30000) + " > 0", {}),
     ("T" + " + T" * 5000 + " > 0", {"T": (1, None)}),
