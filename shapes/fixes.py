@@ -226,6 +226,8 @@ def _linear_relation(guard: S.Formula, syms: list[Symbol]) -> tuple | None:
         return None
     coefficients = {s: poly.coeff_monomial(s) for s in syms}
     constant = poly.coeff_monomial(1)
+    if not all(c.is_Integer for c in (*coefficients.values(), constant)):
+        return None              # a constant float step (math.ceil(float(7))) is no integer coefficient
     for b in reversed(syms):
         (a,) = [s for s in syms if s != b]
         q = coefficients[b]

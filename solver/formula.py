@@ -210,9 +210,12 @@ def iff(a: Formula, b: Formula) -> Formula:
 
 
 def substitute(f: Formula, mapping: dict) -> Formula:
-    """``f`` with symbols replaced per ``mapping`` (terms re-expanded; divisors substituted too)."""
+    """``f`` with symbols replaced per ``mapping`` (terms re-expanded; divisors substituted too); a value
+    may be a Python ``int`` (``xreplace`` would put it as it is inside nodes built without sympify)."""
     if isinstance(f, Const) or not mapping:
         return f
+    if any(type(v) is int for v in mapping.values()):
+        mapping = {k: Integer(v) if type(v) is int else v for k, v in mapping.items()}
     if isinstance(f, Rel):
         if f.free_symbols.isdisjoint(mapping):
             return f                             # nothing to replace: spare sympy's expand of a large term

@@ -159,7 +159,7 @@ class Z3Strategy(Strategy):
         ctx = _context()
         enc = Encoder(ctx, Bounds(problem.ranges))
         solver = z3.SolverFor(self.logic, ctx=ctx) if self.logic else z3.Solver(ctx=ctx)
-        timeout_ms = max(1, int(deadline.remaining() * 1000))
+        timeout_ms = max(1, int(min(deadline.remaining(), 2 ** 31 / 1000) * 1000))   # Z3 takes an unsigned
         solver.set("timeout", timeout_ms)
         solver.set("rlimit", self.rlimit)
         for sym in problem.symbols:

@@ -125,3 +125,27 @@ def test_simplify_and_bounds_answer_when_their_budget_runs_out():
     for timeout in (1e-9, 2.0):
         lo, hi = bounds("(x % 4) // 2 + x // 2", {"x": (0, 10)}, timeout=timeout)
         assert lo is not None and hi is not None and lo <= min(values) and max(values) <= hi
+
+
+@pytest.mark.parametrize("guard,ranges", [
+    ("x + round(y / 3) != 5", {"x": (1, 10), "y": (1, 10)}),         # sizes put as Python ints in float nodes
+    ("math.floor(x * 0.3) + y != 5", {"x": (1, 10), "y": (1, 10)}),
+    ("x == y * math.ceil(float(7))", {"x": (8, 12), "y": (9, 22)}),   # a float step as a coefficient
+])
+def test_explanations_of_relations_with_float_steps_do_not_crash(guard, ranges):
+    from shapeproof.shapes import explain_guard
+
+    assert explain_guard(guard, ranges).status == "refuted"
+
+
+def test_a_formula_takes_python_ints_as_values():
+    from shapeproof.solver import substitute, symbol
+
+    f = substitute(parse_condition("x + round(y / 3) != 5"), {symbol("y"): 3})
+    assert prove(f, ranges={"x": (1, 10)}).refuted
+
+
+def test_an_unlimited_budget_is_a_budget():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert prove("x*x != 2", ranges={"x": (0, None)}, strategy="z3", timeout=float("inf")).proven
