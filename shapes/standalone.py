@@ -40,7 +40,7 @@ def explain_guard(text, ranges: dict, where: Provenance | None = None, sources: 
     renamed = S.substitute(cond, {s: mapping[s.name] for s in cond.free_symbols})
     guard = env.record_guard(renamed, where=where or Provenance())
     if guard is None:   # constant after substitution: nothing to explain beyond its value
-        raise ValueError(f"{text} does not depend on any symbol")
+        raise S.ParseError(f"{text} does not depend on any symbol: there is nothing to explain", str(text))
     report = env.produce_guards(strategy=strategy, timeout=timeout)
     target = next((v for v in report.violations if v.guard is guard), guard)
     return env.explain(target)

@@ -20,7 +20,7 @@ from .classify import Learned, classify_fact
 from .enumerate import EnumerateStrategy
 from .evaluate import evaluate_term
 from .interval import IntervalStrategy
-from .parse import parse
+from .parse import ParseError, parse
 from .bounds import Bounds
 from .problem import Deadline, OutOfTime, Problem, normalize_ranges
 from .rewrite import Normalizer, Reductions, RewriteStrategy
@@ -91,6 +91,8 @@ class Solver:
         """``(lo, hi)`` of a term over ``ranges`` after normalization (None where unbounded or empty); the
         plain interval of the term when ``timeout`` runs out first."""
         term = parse(expression) if isinstance(expression, str) else expression
+        if isinstance(term, F.Formula):
+            raise ParseError("bounds takes a term, not a condition", str(expression))
         normalizer = self._normalizer(ranges, timeout)
         try:
             interval = normalizer.bounds.tight(normalizer(term))

@@ -149,3 +149,13 @@ def test_an_unlimited_budget_is_a_budget():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         assert prove("x*x != 2", ranges={"x": (0, None)}, strategy="z3", timeout=float("inf")).proven
+
+
+def test_a_condition_given_for_a_term_and_a_constant_guard_are_parse_errors():
+    from shapeproof.shapes import explain_guard
+    from shapeproof.solver import bounds
+
+    with pytest.raises(ParseError):
+        bounds("x > 1", {"x": (0, 4)})
+    with pytest.raises(ParseError, match="does not depend on any symbol"):
+        explain_guard("x - x == 3", {"x": (1, 5)})
