@@ -26,9 +26,10 @@ __all__ = ["export", "export_with_report", "ExportResult", "suggest_dynamic_shap
 
 # region predicates in an error message are cut to this many characters (all of them are in error.regions)
 REGION_WIDTH = 400
-# Traces (the first included) that widen a program torch.export would restrict with input checks over
-# several dims, without split or a time_budget: ViT's `num_patches == num_positions and height == width`
-# needs a third trace to cover the declared ranges, whose program differs and so widens nothing.
+# Traces (the first included) that widen a program torch.export would restrict with input checks (over
+# several named dims, or on Dim.AUTO/DYNAMIC dims), without split or a time_budget: ViT's
+# `num_patches == num_positions and height == width` needs a third trace to cover the declared ranges,
+# whose program differs and so widens nothing; a Swin under Dim.AUTO took 20 traces of 15 s each.
 WIDENING_TRACES = 2
 
 
@@ -127,7 +128,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
             # budget of the caller's, widening such a check takes one more trace: the program then checks
             # the regions of the traces it serves, which always include torch's own
             named = bool(_named_relations(first.engine, report))
-            capped = named and not split and stop_at is None
+            capped = not split and stop_at is None
             search = _search(model, args, kwargs, spec, first, chosen, timeout, max_regions, split,
                              one_program_only=not split and not named, options=options, stop_at=stop_at,
                              progress=progress, max_total=WIDENING_TRACES if capped else None)
