@@ -718,6 +718,93 @@ def _():
     return m, args, {}, ({0: dim}, [{0: dim}, {0: dim}], {"a": {0: dim}, "b": {0: dim}}, None)
 
 
+# Relations between named dims that torch keeps as input checks although they exclude sizes of one dim (it
+# raises only on guards of one dim): shapeproof exports them too.
+
+@case("relation_flatten_three_inputs", "test_disable_forced_specializations_ok (two flattened inputs)")
+def _():
+    def forward(self, x, y, z):
+        return x.reshape([-1]) + y.reshape([-1]) + z
+    spec = {"x": [Dim(f"dx{i}", min=2) for i in range(2)], "y": [Dim(f"dy{i}", min=2) for i in range(2)],
+            "z": [Dim("dz0", min=4)]}
+    return module(forward), (r(6, 8), r(3, 16), r(48)), {}, spec
+
+
+@case("relation_flatten_3d", "test_disable_forced_specializations_ok (a 3-d input flattened)",
+      probes=lambda: [((r(9, 7, 2), r(126)), {}), ((r(4, 3, 2), r(10)), {})])
+def _():
+    def forward(self, x, y):
+        return x.reshape([-1]) + y
+    spec = {"x": (Dim("dx0", min=2), Dim("dx1", min=2), Dim("dx2", min=2)), "y": (Dim("dy", min=8),)}
+    return module(forward), (r(4, 3, 2), r(24)), {}, spec
+
+
+@case("relation_branches_of_powers", "test_allow_explicit_guards_as_runtime_asserts",
+      probes=lambda: [((r(9), r(27)), {}), ((r(4), r(4)), {}), ((r(10), r(9)), {})])
+def _():
+    def forward(self, x, y):
+        if x.shape[0] == y.shape[0]:
+            return x + y
+        if x.shape[0] == y.shape[0] ** 3:
+            return x + 2, y + 3
+        if x.shape[0] ** 2 == y.shape[0] * 3:
+            return x * 2.0, y * 3.0
+    return module(forward), (r(6), r(12)), {}, {"x": [Dim("dx", min=4)], "y": [Dim("dy", min=4)]}
+
+
+@case("relation_difference_of_squares", "test_cse_for_symint")
+def _():
+    def forward(self, x, y):
+        d = x.shape[0] ** 2 - y.shape[0] ** 2
+        if d >= 4 and d <= 20 and d != 15:
+            return x * 2, y * 2
+    return module(forward), (r(5), r(3)), {}, {"x": (Dim("dx"),), "y": (Dim("dy"),)}
+
+
+@case("relation_view_pairs", "test_disable_forced_specializations_ok (view(-1, 2) over two named dims)",
+      probes=lambda: [((r(3, 5),), {}), ((r(3, 4),), {}), ((r(5, 2),), {})])
+def _():
+    def forward(self, x):
+        return x.view(-1, 2)
+    return module(forward), (r(4, 6),), {}, {"x": (Dim("a"), Dim("b"))}
+
+
+# A loop's body runs on other values at every step: a counter read with .item() is no constant.
+
+def _while_loop_cases() -> None:
+    from torch._higher_order_ops import while_loop
+
+    def indexed(self, x, y0):
+        def cond(i, out, y):
+            return i < out.size(0)
+
+        def body(i, out, y):
+            k = i.item()
+            torch._check_is_size(k, max=x.size(0) - 1)
+            y = x[k] + y
+            out = out.clone()
+            out[k] = y
+            return i + 1, out, y
+
+        return while_loop(cond, body, [torch.tensor(0), torch.zeros_like(x), y0])[1]
+
+    def summed(self, x):
+        def body(i, acc):
+            return i + 1, acc + x[i.item()]
+        return while_loop(lambda i, acc: i < 3, body, [torch.tensor(0), torch.zeros(x.shape[1])])[1]
+
+    for name, forward, args in (("while_loop_item_index", indexed, (r(6, 4), r(4))),
+                                ("while_loop_counter_item", summed, (r(5, 4),))):
+        for suffix, kind in (("", None), ("_auto", AUTO), ("_dynamic", DYNAMIC)):
+            def factory(forward=forward, args=args, kind=kind):
+                model, inputs = module(forward), tuple(a.clone() for a in args)
+                return model, inputs, {}, None if kind is None else each_dim(kind, model, inputs, {})
+            case(name + suffix, "test_while_loop_tensor_constant_idx")(factory)
+
+
+_while_loop_cases()
+
+
 # ---------------------------------------------------------------------------------------------- spec-errors
 # Specs torch rejects (UserError, ConstraintViolationError, ValueError, ...): shapeproof must too, as clearly.
 
