@@ -780,7 +780,8 @@ def _while_loop_cases() -> None:
 
         def body(i, out, y):
             k = i.item()
-            torch._check_is_size(k, max=x.size(0) - 1)
+            torch._check(k >= 0)
+            torch._check(k < x.size(0))
             y = x[k] + y
             out = out.clone()
             out[k] = y

@@ -153,7 +153,8 @@ class LoopIndex(nn.Module):
 
         def body(i, out):
             k = i.item()
-            torch._check_is_size(k, max=x.size(0) - 1)
+            torch._check(k >= 0)
+            torch._check(k < x.size(0))
             out = out.clone()
             out[k] = x[k] * k
             return i + 1, out
