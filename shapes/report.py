@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from sympy import Poly, Symbol
+from sympy import Integer, Poly, Symbol
 
 from shapeproof import solver as S
 from shapeproof.solver import Verdict
@@ -122,11 +122,32 @@ def _tolerated(env: EnvView, guard: Guard, lifted: S.Formula, counterexample: di
     strict = [info for info in infos if info.kind is DimKind.STRICT]
     if not strict:
         return True
+    if _restates_an_adopted_range(env, lifted, strategy, timeout):
+        return True
     if len(infos) == 1 or (len(strict) == len(infos) and _solvable_equation(lifted)):
         return False
     taught = _roots(env, guard.taught)
     return not any(_narrows_alone(env, lifted, info, counterexample, strategy, timeout)
                    for info in strict if info.symbol in taught)
+
+
+def _restates_an_adopted_range(env: EnvView, lifted: S.Formula, strategy: str, timeout: float) -> bool:
+    """Whether ``lifted`` holds wherever an ``AUTO``/``DYNAMIC`` dim the environment replaced by named dims
+    is in its range: ``u[1:] + w`` makes ``w = u - 1``, and ``w >= 2`` (torch's 0/1 rule) reads
+    ``u - 1 >= 2``, a guard on the named ``u`` alone.  torch, which roots the pair at ``w``, keeps it as
+    ``w``'s range: an input check."""
+    for w, replacement in env.knowledge.replacements.items():
+        info = env.symbols.get(w)
+        if info is None or info.kind is DimKind.STRICT or not replacement.free_symbols & lifted.free_symbols:
+            continue
+        lo, hi = info.range
+        in_range = [S.rel(op, replacement, Integer(bound)) for op, bound in ((">=", lo), ("<=", hi))
+                    if bound is not None]
+        syms = lifted.free_symbols | replacement.free_symbols
+        if in_range and env.solver.prove(lifted, ranges={s: env.symbols[s].range for s in syms},
+                                         facts=in_range, strategy=strategy, timeout=timeout).proven:
+            return True
+    return False
 
 
 def _roots(env: EnvView, syms) -> set[Symbol]:

@@ -13,6 +13,7 @@ from sympy import Expr, Symbol
 from shapeproof.solver import Solver
 
 from .graph import DependencyGraph
+from .knowledge import Knowledge
 from .records import Guard
 from .symbols import Range, Source, SymbolInfo
 
@@ -26,6 +27,7 @@ class EnvView(Protocol):
     specialized: list[tuple[Source, int, Range]]
     graph: DependencyGraph
     solver: Solver
+    knowledge: Knowledge                 # what guards taught: replacements (a dim eliminated), facts
 
     def label_map(self) -> dict[Symbol, Symbol]: ...
 

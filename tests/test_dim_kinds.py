@@ -193,6 +193,25 @@ def test_a_relation_that_excludes_sizes_of_one_named_dim_is_still_an_input_check
     assert _rejects(flat, torch.randn(5, 8), torch.randn(41))
 
 
+class AfterFirst(torch.nn.Module):
+    def forward(self, u, w):
+        return u[1:] + w
+
+
+def test_the_range_of_a_dynamic_dim_tied_to_a_named_one_stays_an_input_check():
+    """``u[1:] + w`` ties the Dim.DYNAMIC ``w`` to ``u - 1``, and torch's 0/1 rule (``w >= 2``) reads
+    ``u - 1 >= 2``, a guard on the named ``u`` alone: torch, which roots the pair at ``w``, keeps it as an
+    input check, and so does shapeproof."""
+    spec = {"u": (Dim("u"),), "w": (DYNAMIC,)}
+    args = (torch.randn(5), torch.randn(4))
+    theirs = _torch(AfterFirst(), args, spec)
+    ours = shapeproof.export(AfterFirst(), args, dynamic_shapes=spec)
+    for n in (3, 9):
+        u, w = torch.randn(n), torch.randn(n - 1)
+        assert torch.equal(ours.module()(u, w), AfterFirst()(u, w))
+    assert _rejects(theirs, torch.randn(2), torch.randn(1)) and _rejects(ours, torch.randn(2), torch.randn(1))
+
+
 class Pool(torch.nn.Module):
     def forward(self, x):
         return torch.nn.functional.avg_pool1d(x, 2)
