@@ -83,8 +83,10 @@ def open_archive(source, caps: Caps, what: str) -> tuple[zipfile.ZipFile, dict[s
         total += info.file_size
     if total > caps.max_total:
         raise PackageError(f"{what} unpacks to {total} bytes (at most {caps.max_total})")
-    if len({i.filename for i in infos}) != len(infos):
-        raise PackageError(f"{what} has duplicate entries")
+    # torch's zip reader finds an entry whatever its case (miniz), Python's zipfile by its exact name: a
+    # 'MODEL.pt' beside 'model.pt' would be what torch.export.load unpickles, unchecked
+    if len({i.filename.lower() for i in infos}) != len(infos):
+        raise PackageError(f"{what} has duplicate entries (names that differ only in case count as one)")
     return archive, {i.filename: i for i in infos}
 
 

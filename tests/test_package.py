@@ -105,6 +105,22 @@ def test_a_pickled_weight_is_refused_and_its_payload_never_runs(package, tmp_pat
     assert marker.read_text() == "payload ran"
 
 
+def test_an_entry_that_differs_from_a_checked_one_only_in_case_is_refused(package, tmp_path):
+    """torch's zip reader finds ``model.pt`` whatever its case, so a pickled ``MODEL.pt`` written first was
+    what torch.export.load unpickled (falling back to the full unpickler), while the check read the
+    genuine ``model.pt``."""
+    marker = tmp_path / "marker"
+
+    def edit(entries):
+        inputs = _member_file(entries, "sample_inputs/model.pt")
+        return {inputs[:-len("model.pt")] + "MODEL.pt": pickle.dumps(WriteMarker(marker)), **entries}
+
+    crafted = _with_member(package, tmp_path / "crafted.zip", edit)
+    with pytest.raises(PackageError, match="differ only in case"):
+        load_split(crafted)
+    assert not marker.exists()
+
+
 def test_sample_inputs_that_need_the_full_unpickler_are_refused(package, tmp_path):
     marker = tmp_path / "marker"
 
