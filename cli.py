@@ -97,7 +97,7 @@ def _read_texts(source: str) -> list[str]:
     if source == "-":
         return [sys.stdin.read()]
     path = Path(source) if len(source) < 4096 and "\n" not in source else None
-    if path is not None and path.is_file():
+    if path is not None and _is_file(path):
         try:
             text = path.read_text(errors="replace")
         except OSError as exc:
@@ -106,6 +106,13 @@ def _read_texts(source: str) -> list[str]:
     if path is not None and path.suffix in (".log", ".txt", ".jsonl", ".json"):
         raise BadInput(f"no such file: {source}")
     return [source]
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:             # a message too long for a file name (ENAMETOOLONG) is no file
+        return False
 
 
 def _jsonl_messages(source: str, text: str) -> list[str]:

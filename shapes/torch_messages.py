@@ -59,10 +59,10 @@ _BRANCH = re.compile(r"Data-dependent branching")
 _BLOCK_START = re.compile(r"Constraints violated \(|Data-dependent branching|Could not (?:guard on|extract)")
 _BRANCH_END = re.compile(r"\n\s*(?:Hint:|Developer debug context|from user code:|For more details)")
 _FX_NODE = re.compile(r"^\s*(?P<var>\w+) = (?P<op>[\w.]+)\((?P<args>[^()\n]*)\)\s*$", re.MULTILINE)
-_FRAME = re.compile(r'File "(?P<file>[^"\n]+)", line (?P<line>\d+), in (?P<fn>[^\s,]+)'
+_FRAME = re.compile(r'File "(?P<file>[^"\n]+)", line (?P<line>\d{1,9}), in (?P<fn>[^\s,]+)'
                     r"(?:, code: (?P<code>[^\n]*)|\n[ \t]*(?P<next>[^\n]*))?")
 _FIXES = re.compile(r"Suggested fixes:\n((?:[ \t]+\S[^\n]*\n?)+)")
-_RANGE_BOUND = re.compile(r"-?\d+")
+_RANGE_BOUND = re.compile(r"-?\d{1,60}")     # longer is no size (and int() refuses past 4300 digits)
 _UNBACKED = re.compile(r"u\d+")
 _BACKED = re.compile(r"s\d+")
 _COMPARE = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<", "eq": "==", "ne": "!="}

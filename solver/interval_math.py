@@ -44,7 +44,17 @@ def point_interval(value: int) -> Interval:
 def _mul(a, b):
     if a == 0 or b == 0:
         return 0
-    return a * b
+    try:
+        return a * b
+    except OverflowError:       # an int past the largest double times an infinite end
+        return INF if (a > 0) == (b > 0) else -INF
+
+
+def _plus(a, b):
+    try:
+        return a + b
+    except OverflowError:       # an int past the largest double beside an infinite end, which wins
+        return a if isinstance(a, float) else b
 
 
 def _hull(values) -> Interval:
@@ -59,7 +69,7 @@ def union(*parts: Maybe) -> Maybe:
 
 
 def add(a: Interval, b: Interval) -> Interval:
-    return Interval(a.lo + b.lo, a.hi + b.hi)
+    return Interval(_plus(a.lo, b.lo), _plus(a.hi, b.hi))
 
 
 def neg(a: Interval) -> Interval:

@@ -114,3 +114,17 @@ def test_serve_on_a_bad_or_taken_port_is_bad_input(capsys):
         taken.listen()
         assert main(["serve", "--port", str(taken.getsockname()[1])]) == 2
     assert "cannot listen" in capsys.readouterr().err
+
+
+def test_messages_with_huge_numbers_or_too_long_for_a_file_name_are_explained(capsys):
+    """An int past the largest double met an infinite interval end (OverflowError), a 5,000-digit range
+    bound met int()'s digit limit (ValueError), and a 300-character message was stat'ed as a file name
+    (ENAMETOOLONG): each was an internal error."""
+    huge = "Not all values of T = L['x'].size()[1] satisfy the generated guard (L['x'].size()[1] // " \
+           "(18446744073709551616 ** 16)) > 0."
+    digits = MESSAGE.replace("T <= 1024", "2 <= T <= " + "9" * 5000)
+    padded = MESSAGE + " " * 200
+    for message in (huge, digits, padded):
+        assert main(["explain", message]) == 1
+        captured = capsys.readouterr()
+        assert "internal error" not in captured.out + captured.err and "1 fail" in captured.out
