@@ -37,6 +37,7 @@ import io
 import json
 import re
 import zipfile
+import zlib
 from dataclasses import dataclass
 
 import torch
@@ -58,6 +59,7 @@ class Caps:
     max_total: int = 16 << 30            # bytes of all entries of one archive, unpacked
     max_ratio: int = 100                 # unpacked / packed size of an entry over 1 MiB (torch stores, 1:1)
     max_text: int = 64 << 20             # bytes of one JSON entry (manifest, model, configs)
+    max_regions: int = 256               # regions of a split package (each loads one program)
 
 
 # ---------------------------------------------------------------------------- zip archives
@@ -90,15 +92,25 @@ def open_archive(source, caps: Caps, what: str) -> tuple[zipfile.ZipFile, dict[s
     return archive, {i.filename: i for i in infos}
 
 
+def read_entry(archive: zipfile.ZipFile, name: str, what: str) -> bytes:
+    """The bytes of one entry; a damaged, encrypted or oddly compressed one is a ``PackageError``."""
+    try:
+        return archive.read(name)
+    except (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError, OSError, zlib.error,
+            KeyError) as exc:
+        raise PackageError(f"{what}: cannot read {name} ({type(exc).__name__}: {exc})") from None
+
+
 def read_json(archive: zipfile.ZipFile, entries: dict, name: str, caps: Caps, what: str):
     info = entries.get(name)
     if info is None:
         raise PackageError(f"{what} has no {name}")
     if info.file_size > caps.max_text:
         raise PackageError(f"{what}: {name} is over {caps.max_text} bytes")
+    data = read_entry(archive, name, what)
     try:
-        return json.loads(archive.read(info))
-    except (ValueError, RecursionError, zipfile.BadZipFile, OSError) as exc:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
         raise PackageError(f"{what}: {name} is not JSON ({type(exc).__name__})") from None
 
 
@@ -123,7 +135,8 @@ def check_member(data: bytes, caps: Caps, what: str) -> None:
         if not _ALLOWED.fullmatch(name):
             raise PackageError(f"{what}: unexpected entry {name!r} (AOTInductor, legacy or pickled "
                                "formats are refused)")
-    if pt2.ARCHIVE_FORMAT_PATH not in files or archive.read(root + pt2.ARCHIVE_FORMAT_PATH) != b"pt2":
+    if (pt2.ARCHIVE_FORMAT_PATH not in files
+            or read_entry(archive, root + pt2.ARCHIVE_FORMAT_PATH, what) != b"pt2"):
         raise PackageError(f"{what}: not a pt2 archive")
     models = [m.group(1) for m in map(_MODEL.fullmatch, files) if m]
     if not models:
@@ -142,7 +155,7 @@ def check_member(data: bytes, caps: Caps, what: str) -> None:
         inputs = root + pt2.SAMPLE_INPUTS_FILENAME_FORMAT.format(model)
         if inputs in entries and entries[inputs].file_size:
             try:
-                loaded = torch.load(io.BytesIO(archive.read(inputs)), weights_only=True)
+                loaded = torch.load(io.BytesIO(read_entry(archive, inputs, what)), weights_only=True)
             except Exception as exc:  # noqa: BLE001 - what the safe unpickler refuses, torch retries unsafely
                 raise PackageError(f"{what}: its sample inputs need the full unpickler "
                                    f"({type(exc).__name__})") from None

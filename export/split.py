@@ -35,7 +35,7 @@ from shapeproof import solver as F      # the solver's facade: conditions, parsi
 from shapeproof.solver import ParseError, evaluate_term, parse_condition, parse_term, symbol, truth
 from shapeproof.tracer.torch_internals import pytree
 
-from .package import Caps, PackageError, check_member, open_archive, read_json
+from .package import Caps, PackageError, check_member, open_archive, read_entry, read_json
 
 __all__ = ["FORMAT", "PackageError", "SplitProgram", "load_split"]
 
@@ -98,11 +98,11 @@ def load_split(path, caps: Caps | None = None) -> SplitProgram:
     caps = caps or Caps()
     archive, entries = open_archive(path, caps, str(path))
     with archive:
-        manifest = _manifest(read_json(archive, entries, "manifest.json", caps, str(path)), entries)
+        manifest = _manifest(read_json(archive, entries, "manifest.json", caps, str(path)), entries, caps)
         programs = []
         for i, region in enumerate(manifest["regions"]):
             what = f"{path}: region {i} ({region['program']})"
-            data = archive.read(region["program"])
+            data = read_entry(archive, region["program"], what)
             check_member(data, caps, what)
             try:
                 programs.append(torch.export.load(io.BytesIO(data)))
@@ -112,7 +112,7 @@ def load_split(path, caps: Caps | None = None) -> SplitProgram:
                         manifest["box"], manifest["params"])
 
 
-def _manifest(raw, entries: dict) -> dict:
+def _manifest(raw, entries: dict, caps: Caps) -> dict:
     """The manifest with its predicates parsed and its box as tuples, every field checked."""
     def bad(why: str) -> PackageError:
         return PackageError(f"bad manifest: {why}")
@@ -138,12 +138,13 @@ def _manifest(raw, entries: dict) -> dict:
             if not isinstance(span, list) or len(span) != 2:
                 raise bad(f"the box of {name} is not [lo, hi]")
             spans[name] = check_span(name, *span)
-        if not isinstance(regions, list) or not regions:
-            raise bad("'regions' must be a non-empty list")
+        if not isinstance(regions, list) or not regions or len(regions) > caps.max_regions:
+            raise bad(f"'regions' must be a non-empty list of at most {caps.max_regions}")
         predicates = []
         for region in regions:
             if (not isinstance(region, dict) or not isinstance(region.get("predicate"), str)
-                    or region.get("program") not in entries or not str(region["program"]).endswith(".pt2")):
+                    or not isinstance(region.get("program"), str) or region["program"] not in entries
+                    or not region["program"].endswith(".pt2")):
                 raise bad("each region needs a 'predicate' and the name of its .pt2 entry")
             predicate = parse_condition(region["predicate"])
             if not {s.name for s in predicate.free_symbols} <= variables.keys():
@@ -151,6 +152,8 @@ def _manifest(raw, entries: dict) -> dict:
             predicates.append(predicate)
     except (InputError, ParseError, RecursionError) as exc:
         raise bad(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    if len({r["program"] for r in regions}) != len(regions):
+        raise bad("two regions name the same program")
     regions = [{"predicate": p, "program": r["program"]} for p, r in zip(predicates, regions)]
     return {"params": params, "variables": dict(variables), "box": spans, "regions": regions}
 

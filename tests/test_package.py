@@ -267,6 +267,9 @@ def _region(key, value):
     _region("predicate", 5),
     _region("program", "missing.pt2"),
     _region("program", "manifest.json"),
+    _region("program", ["region_0.pt2"]),                               # TypeError escaped
+    lambda m: {**m, "regions": [m["regions"][0]] * 2},                  # one member loaded twice
+    lambda m: {**m, "regions": [m["regions"][0]] * 3000},               # 58 s of loading
 ])
 def test_a_malformed_manifest_raises_package_error(package, tmp_path, edit):
     with pytest.raises(PackageError):
@@ -282,6 +285,22 @@ def test_a_manifest_is_read_in_time_linear_in_its_size(package, tmp_path):
     with pytest.raises(PackageError):
         load_split(crafted)
     assert time.perf_counter() - start < 2
+
+
+def test_a_damaged_member_raises_package_error(package, tmp_path):
+    """A bad CRC, an unknown compression method or the encryption flag made zipfile's own errors escape."""
+    outer = _entries(package)
+    damaged = tmp_path / "damaged.zip"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        for name, data in outer.items():
+            zf.writestr(name, data)
+    raw = bytearray(buffer.getvalue())
+    start = raw.index(outer["region_0.pt2"][:64])
+    raw[start + 100] ^= 0xFF                      # the stored member's bytes no longer match its CRC
+    damaged.write_bytes(bytes(raw))
+    with pytest.raises(PackageError, match="cannot read region_0.pt2"):
+        load_split(damaged)
 
 
 def test_a_file_that_is_not_a_package_raises_package_error(tmp_path):
