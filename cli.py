@@ -12,6 +12,7 @@ A thin dispatcher: ``prove``, ``explain`` and ``serve`` never import torch.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -44,7 +45,7 @@ def parse_range(text: str) -> tuple[str, tuple]:
             bounds = (parse_int(span),) * 2
         return name, check_span(name, *bounds)
     except InputError as exc:
-        raise BadInput(f"bad --range {text!r}: {exc}") from None
+        raise BadInput(f"bad --range {text[:80]!r}: {exc}") from None
 
 
 def _seconds(text: str) -> float:
@@ -197,6 +198,12 @@ def _export(args):
     require_torch("shapeproof export")
     import shapeproof
 
+    if args.strategy != "torch":          # torch's own reasoning, which the tracer adds
+        _check_strategy(args.strategy)
+    for path in (args.save, args.report):
+        if path is not None and (path.is_dir() or not path.parent.is_dir()):
+            raise BadInput(f"cannot write {path}: " + ("a directory" if path.is_dir() else
+                                                       f"no directory {path.parent}"))
     model, inputs, spec = load_factory(args.model)
     try:
         return shapeproof.export_with_report(model, inputs, dynamic_shapes=spec, strategy=args.strategy,
@@ -226,19 +233,31 @@ def cmd_export(args) -> int:
         for warning in result.warnings:
             print(f"note: {warning}")
         if args.save:
-            if hasattr(program, "save"):
-                program.save(args.save)
-            else:
-                import torch
+            with _writing(args.save):
+                if hasattr(program, "save"):
+                    program.save(args.save)
+                else:
+                    import torch
 
-                torch.export.save(program, args.save)
+                    torch.export.save(program, args.save)
             print(f"saved {args.save}")
         outcome = result
     if args.report:
         from shapeproof.export.html import write_report
 
-        print(f"report: {write_report(outcome, args.report)}")
+        with _writing(args.report):
+            written = write_report(outcome, args.report)
+        print(f"report: {written}")
     return OK if error is None else FAILED
+
+
+@contextlib.contextmanager
+def _writing(path: Path):
+    """Failing to write ``path`` (torch raises RuntimeError for its own files) is bad input."""
+    try:
+        yield
+    except (OSError, RuntimeError) as exc:
+        raise BadInput(f"cannot write {path}: {exc}") from None
 
 
 def cmd_report(args) -> int:

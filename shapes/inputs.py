@@ -35,11 +35,16 @@ def check_span(name: str, lo, hi) -> tuple:
     return (lo, hi)
 
 
+MAX_DIGITS = 60          # the safe parser's longest integer literal
+
+
 def parse_int(text: str) -> int:
     """An integer written with ASCII digits (``int`` alone accepts any Unicode digit)."""
     text = text.strip()
     if not _INT.fullmatch(text):
         raise InputError(f"{text[:40]!r} is not an integer (ASCII digits)")
+    if len(text.lstrip("+-")) > MAX_DIGITS:       # int() itself refuses past 4300 digits, with a ValueError
+        raise InputError(f"{text[:40]!r}... has more than {MAX_DIGITS} digits: no size is that large")
     return int(text)
 
 

@@ -128,3 +128,16 @@ def test_messages_with_huge_numbers_or_too_long_for_a_file_name_are_explained(ca
         assert main(["explain", message]) == 1
         captured = capsys.readouterr()
         assert "internal error" not in captured.out + captured.err and "1 fail" in captured.out
+
+
+def test_bad_output_paths_strategies_and_huge_ranges_are_bad_input(tmp_path, capsys):
+    """Each of these ended in a traceback (after the export had run), or, for an unknown strategy on a model
+    that records no guard, in success."""
+    model = str(MODELS) + ":exports"
+    for argv in (["report", model, "-o", str(tmp_path)],
+                 ["export", model, "--save", str(tmp_path / "missing" / "x.pt2")],
+                 ["export", model, "--strategy", "bogus"],
+                 ["prove", "T > 0", "--range", "T=" + "9" * 5000 + ":"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("shapeproof: ") and "Traceback" not in err and len(err) < 400
