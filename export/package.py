@@ -89,6 +89,10 @@ def open_archive(source, caps: Caps, what: str) -> tuple[zipfile.ZipFile, dict[s
     # 'MODEL.pt' beside 'model.pt' would be what torch.export.load unpickles, unchecked
     if len({i.filename.lower() for i in infos}) != len(infos):
         raise PackageError(f"{what} has duplicate entries (names that differ only in case count as one)")
+    # torch compares the names' raw bytes; Python decodes them by a flag (UTF-8 or cp437), so two entries
+    # with the same bytes could read as two names: torch.export.save writes ASCII names only
+    if not all(i.filename.isascii() for i in infos):
+        raise PackageError(f"{what} has an entry whose name is not ASCII")
     return archive, {i.filename: i for i in infos}
 
 
@@ -213,6 +217,8 @@ _FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d{1,3})?")
 _MAX_INT = 2 ** 64
 _POWERS = frozenset({"Pow", "PowByNatural", "FloatPow", "LShift"})   # (base, exponent) calls sympify computes
 _MAX_POWER = 1024         # literal exponents along a chain of powers multiply to at most this
+_MAX_POWER_BITS = 1 << 16  # bits of all the powers of number literals in one expression
+_MAX_PRECISION = 1024      # a Float's precision (mpmath computes with that many digits)
 _MAX_TEXT = 100_000
 
 
@@ -245,11 +251,19 @@ def _operator_children(node: ast.AST) -> list | None:
     return None
 
 
+def _precise(node: ast.AST) -> bool:
+    """A number above ``_MAX_PRECISION`` (as a ``Float``'s precision, mpmath computes with that many)."""
+    return (isinstance(node, ast.Constant) and isinstance(node.value, (int, float))
+            and node.value > _MAX_PRECISION)
+
+
 def _powers_bounded(tree: ast.AST, what: str, text: str) -> None:
     """Refuse powers that sympify or the check itself would compute for hours (``0*10**10**8``): each
     exponent (of ``**``, ``Pow``, ``PowByNatural``, ``FloatPow``; a shift of ``LShift``) is a number
-    literal or a size symbol, and the literal exponents along a chain of powers multiply to at most
-    ``_MAX_POWER``."""
+    literal or a size symbol, the literal exponents along a chain of powers multiply to at most
+    ``_MAX_POWER``, and the powers of number literals have at most ``_MAX_POWER_BITS`` bits in all (a
+    product of 300 ``(2**64 - 1)**1024`` took minutes)."""
+    bits = 0
     todo: list[tuple[ast.AST, int]] = [(tree, 1)]
     while todo:
         node, scale = todo.pop()
@@ -265,7 +279,10 @@ def _powers_bounded(tree: ast.AST, what: str, text: str) -> None:
         if literal is None and not (_size_symbol(exponent) or _float_literal(exponent)):
             raise PackageError(f"{what}: an exponent that is neither a number nor a size in {text[:80]!r}")
         scale *= max(1, abs(literal or 1))
-        if scale > _MAX_POWER:
+        base_literal = _integer_literal(base)
+        if base_literal is not None:
+            bits += scale * max(1, abs(base_literal).bit_length())
+        if scale > _MAX_POWER or bits > _MAX_POWER_BITS:
             raise PackageError(f"{what}: a power too large to compute in {text[:80]!r}")
         todo.append((base, scale))
 
@@ -319,6 +336,9 @@ def check_sympy_text(text, what: str = "package") -> None:
                 args = args[1:]
             if not all(kw.arg and _number(kw.value) for kw in node.keywords):
                 raise PackageError(f"{what}: a keyword that is not a number in {text[:80]!r}")
+            settings = (*args, *(k.value for k in node.keywords))
+            if node.func.id == "Float" and any(_precise(n) for n in settings):
+                raise PackageError(f"{what}: a float precision above {_MAX_PRECISION} in {text[:80]!r}")
             return args
         raise PackageError(f"{what}: {type(node).__name__} in a symbolic expression {text[:80]!r}")
 

@@ -121,6 +121,26 @@ def test_an_entry_that_differs_from_a_checked_one_only_in_case_is_refused(packag
     assert not marker.exists()
 
 
+def test_an_entry_whose_name_is_not_ascii_is_refused(package, tmp_path):
+    """Python decodes a name as UTF-8 or cp437 by a flag, torch compares its bytes: two entries with the same
+    bytes could read as two names (one checked, the other unpickled)."""
+    def edit(entries):
+        inputs = _member_file(entries, "sample_inputs/model.pt")
+        return {**entries, inputs[:-len("model.pt")] + "\u00dfCC.pt": pickle.dumps(1)}
+
+    with pytest.raises(PackageError, match="not ASCII"):
+        load_split(_with_member(package, tmp_path / "crafted.zip", edit))
+
+
+@pytest.mark.parametrize("text", [
+    "*".join(["18446744073709551615**1024"] * 300),        # each power bounded, their product is not
+    "Float('1.5', 100000000)", "Float('1.5', dps=10000000)",
+])
+def test_symbolic_text_that_takes_minutes_to_compute_is_refused(text):
+    with pytest.raises(PackageError):
+        check_sympy_text(text)
+
+
 def test_sample_inputs_that_need_the_full_unpickler_are_refused(package, tmp_path):
     marker = tmp_path / "marker"
 
