@@ -50,11 +50,14 @@ _RELATED = re.compile(r"The values of (?P<a>\S+ = \S+) must always be related to
                       r"(?P<b>\S+ = \S+) by (?P<lhs>\S+) = (?P<rhs>[^\n]+)")
 _MARKED = re.compile(r"You marked (?P<var>\S+) as dynamic but your code specialized it to be a constant "
                      r"\((?P<value>-?\d+)\)")
-_SOLVED = re.compile(r"solving the guards generated for (?P<var>[^\n]+?) resulted in a specialized value of "
-                     r"(?P<value>-?\d+)")
-_DATA = re.compile(r"Could not (?P<what>guard on|extract specialized integer from) data-dependent expression "
-                   r"(?P<expr>[^\n]+?)(?: \(unhinted: [^\n]*?\)\.\s+\(Size-like symbols: (?P<sl>[^)\n]*)\)"
-                   r"|\.?[ \t]*$)", re.MULTILINE)
+# "Could not guard on data-dependent expression E (unhinted: ...).  (Size-like symbols: u0)" and
+# "solving the guards generated for V resulted in a specialized value of N": read by _data and _solved from
+# each start phrase within its line, since lazy parts over a long line backtracked quadratically
+_DATA_START = re.compile(r"Could not (?P<what>guard on|extract specialized integer from) "
+                         r"data-dependent expression ")
+_UNHINTED = re.compile(r" \(unhinted: [^\n]*?\)\.\s+\(Size-like symbols: (?P<sl>[^)\n]*)\)")
+_SOLVED_START, _SOLVED_VALUE = "solving the guards generated for ", " resulted in a specialized value of "
+_VALUE = re.compile(r"-?\d+")
 _BRANCH = re.compile(r"Data-dependent branching")
 _BLOCK_START = re.compile(r"Constraints violated \(|Data-dependent branching|Could not (?:guard on|extract)")
 _BRANCH_END = re.compile(r"\n\s*(?:Hint:|Developer debug context|from user code:|For more details)")
@@ -259,6 +262,58 @@ def _not_all(text: str) -> list[_NotAll]:
     return found
 
 
+@dataclass(frozen=True)
+class _Statement:
+    """A statement read from a start phrase to its end within one line: where, its text, its parts."""
+
+    start: int
+    text: str
+    parts: dict
+
+    def group(self, name: str):
+        return self.parts.get(name)
+
+
+def _line_after(text: str, start: int) -> str:
+    end = text.find("\n", start)
+    return text[start:] if end < 0 else text[start:end]
+
+
+def _data(text: str) -> list[_Statement]:
+    """Every "Could not guard on / extract specialized integer from data-dependent expression E" statement:
+    E up to a following "(unhinted: ...).  (Size-like symbols: ...)", else to the end of its line."""
+    found = []
+    for m in _DATA_START.finditer(text):
+        line = _line_after(text, m.end())
+        cut = line.find(" (unhinted: ")
+        tail = _UNHINTED.match(text, m.end() + cut) if cut > 0 else None
+        if tail is not None:
+            found.append(_Statement(m.start(), text[m.start():tail.end()],
+                                    {"what": m.group("what"), "expr": line[:cut], "sl": tail.group("sl")}))
+        else:
+            expr = line.rstrip(" \t")
+            expr = expr[:-1] if expr.endswith(".") else expr
+            if expr:
+                found.append(_Statement(m.start(), text[m.start():m.end()] + line,
+                                        {"what": m.group("what"), "expr": expr, "sl": None}))
+    return found
+
+
+def _solved(text: str) -> list[_Statement]:
+    """Every "solving the guards generated for V resulted in a specialized value of N" statement."""
+    found, start = [], text.find(_SOLVED_START)
+    while start >= 0:
+        body = start + len(_SOLVED_START)
+        line = _line_after(text, body)
+        cut = line.find(_SOLVED_VALUE)
+        value = _VALUE.match(line, cut + len(_SOLVED_VALUE)) if cut > 0 else None
+        if value is not None:
+            found.append(_Statement(start, text[start:body + value.end()],
+                                    {"var": line[:cut], "value": value.group()}))
+        start = text.find(_SOLVED_START, body)
+    return found
+
+
 def _items(block: str, names: _Names):
     """(guard, kind, line, region) for every guard statement of one message, in order."""
     found: list[tuple] = []
@@ -278,13 +333,13 @@ def _items(block: str, names: _Names):
         names.declare(m.group("a"))
         names.declare(m.group("b"))
         found.append((m.start(), f"{m.group('lhs')} == {_sentence(m.group('rhs'))}", "equality", m.group()))
-    for pattern in (_MARKED, _SOLVED):
-        for m in pattern.finditer(block):
-            found.append((m.start(), f"{names.declare(_sentence(m.group('var')))} == {m.group('value')}",
-                          "specialization", m.group()))
-    for m in _DATA.finditer(block):
-        kind = "data-dependent" if m.group("what") == "guard on" else "data-dependent value"
-        found.append((m.start(), names.rename(m.group("expr").strip()), kind, m.group()))
+    for m in (*_MARKED.finditer(block), *_solved(block)):
+        found.append((m.start() if isinstance(m, re.Match) else m.start,
+                      f"{names.declare(_sentence(m.group('var')))} == {m.group('value')}", "specialization",
+                      m.group() if isinstance(m, re.Match) else m.text))
+    for d in _data(block):
+        kind = "data-dependent" if d.group("what") == "guard on" else "data-dependent value"
+        found.append((d.start, names.rename(d.group("expr").strip()), kind, d.text))
     found = [(pos, guard, kind, line, block[pos:]) for pos, guard, kind, line in found]
     if _BRANCH.match(block) and (branch := _branch_guard(block)) is not None:
         found.append((0, branch[0], "data-dependent", block.splitlines()[0], branch[1]))
@@ -293,8 +348,8 @@ def _items(block: str, names: _Names):
 
 
 def _size_like(block: str) -> set[str]:
-    m = _DATA.search(block)
-    names = (m.group("sl") or "none").strip() if m else "none"
+    data = _data(block)
+    names = (data[0].group("sl") or "none").strip() if data else "none"
     return set() if names == "none" else {n.strip() for n in names.split(",")}
 
 

@@ -142,3 +142,21 @@ def test_a_long_line_of_unfinished_statements_is_read_in_linear_time():
     text += " satisfy the generated guard x > 3"
     [found] = find_guards(text)
     assert found.guard.endswith("> 3") and time.perf_counter() - start < 2
+
+
+def test_long_lines_of_data_dependent_and_specialization_phrases_are_read_in_linear_time():
+    """Lazy parts over one long line backtracked quadratically: 112 KB took 20 s."""
+    import time
+
+    data = "Could not guard on data-dependent expression u0 < 4 (unhinted: " * 2000
+    solved = "solving the guards generated for T" * 2000
+    start = time.perf_counter()
+    for text in (data, solved):
+        find_guards(text)
+    assert time.perf_counter() - start < 2
+    [found] = find_guards("Could not guard on data-dependent expression Eq(u0, 1) (unhinted: Eq(u0, 1)).  "
+                          "(Size-like symbols: u0)\n")
+    assert found.guard == "Eq(u0, 1)" and found.kind == "data-dependent"
+    [solved_one] = find_guards("solving the guards generated for L['x'].size()[0] resulted in a specialized "
+                               "value of 4.")
+    assert solved_one.kind == "specialization" and solved_one.guard.endswith("== 4")
