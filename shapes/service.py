@@ -74,6 +74,16 @@ class Handler(BaseHTTPRequestHandler):
     def _error(self, status: HTTPStatus, error: str, detail: str = "") -> None:
         self._send(status, {"error": error, "detail": detail, "status": int(status)})
 
+    def send_error(self, code, message=None, explain=None):
+        """Errors http.server answers itself (501 for another method, 414, 431, a malformed request line) are
+        the service's JSON object too, not its HTML page."""
+        try:
+            status = HTTPStatus(code)
+        except ValueError:
+            status = HTTPStatus.INTERNAL_SERVER_ERROR
+        self.close_connection = True
+        self._error(status, message or status.phrase, explain or "")
+
     def do_GET(self):
         self.server.done_reading(self.connection)
         if self.path == "/health":

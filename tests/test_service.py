@@ -92,6 +92,28 @@ def test_unknown_paths_and_methods(server):
     assert call(server, "POST", "/nope", {})[0] == 404
 
 
+@pytest.mark.parametrize("raw, status", [
+    (b"PUT /prove HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}", 501),
+    (b"OPTIONS /prove HTTP/1.0\r\n\r\n", 501),
+    (b"GET /" + b"a" * 70000 + b" HTTP/1.0\r\n\r\n", 414),
+    (b"GET /health HTTP/1.0\r\nX: " + b"a" * 70000 + b"\r\n\r\n", 431),
+    (b"\x00garbage\r\n\r\n", 400),
+])
+def test_errors_http_server_answers_itself_are_json_too(server, raw, status):
+    """Another method, an overlong request line or header, a malformed request line: http.server's own
+    errors were HTML pages."""
+    with socket.create_connection(("127.0.0.1", server), timeout=10) as sock:
+        sock.sendall(raw)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    if answer.startswith(b"HTTP/"):
+        head, _, answer = answer.partition(b"\r\n\r\n")
+        assert head.split(b" ")[1] == str(status).encode() and b"application/json" in head
+    # else an HTTP/0.9 answer (what http.server takes a malformed request line for): the body alone
+    assert json.loads(answer)["status"] == status
+
+
 @pytest.mark.parametrize("body, raw", [
     ({"goal": "T > 0", "strategy": []}, None),
     ({"goal": "T > 0", "strategy": {}}, None),
