@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from shapeproof.solver import DEFAULT_TIMEOUT, Verdict, formula_str, parse_condition, prove
+from shapeproof.solver import DEFAULT_TIMEOUT, ParseError, Verdict, formula_str, parse_condition, prove
 
+from .inputs import check_name, check_span
 from .records import Query
 
 __all__ = ["LoggedQuery", "read_log", "replay", "summarize", "to_log", "write_log"]
@@ -58,14 +59,33 @@ def write_log(queries: Iterable[Query | LoggedQuery], path) -> Path:
 
 
 def read_log(path) -> list[LoggedQuery]:
+    """The questions of a log written by ``write_log``; a line that is not one raises ``ParseError``."""
     out = []
-    with open(path) as f:
-        for line in f:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
             if line.strip():
-                d = json.loads(line)
-                out.append(LoggedQuery(d["goal"], tuple(d["facts"]), d["ranges"], d["strategy"], d["status"],
-                                       d["seconds"], d.get("purpose", ""), d.get("where", "")))
+                try:
+                    out.append(_logged(json.loads(line)))
+                except (ValueError, KeyError, TypeError, RecursionError) as exc:   # InputError is one
+                    raise ParseError(f"{path}:{number}: not a logged question ({type(exc).__name__}: "
+                                     f"{str(exc)[:100]})") from None
     return out
+
+
+def _logged(d) -> LoggedQuery:
+    if not isinstance(d, dict) or not isinstance(d["goal"], str) or not isinstance(d["facts"], list) \
+            or not all(isinstance(f, str) for f in d["facts"]) or not isinstance(d["ranges"], dict):
+        raise TypeError("goal and facts must be text, ranges an object")
+    ranges = {}
+    for name, span in d["ranges"].items():
+        if not isinstance(span, list) or len(span) != 2:
+            raise TypeError(f"the range of {str(name)[:40]} is not [lo, hi]")
+        ranges[check_name(name)] = list(check_span(name, *span))
+    seconds = d["seconds"]
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise TypeError("seconds is not a number")
+    return LoggedQuery(d["goal"], tuple(d["facts"]), ranges, str(d["strategy"]), str(d["status"]), seconds,
+                       str(d.get("purpose", "")), str(d.get("where", "")))
 
 
 def replay(log: Iterable[LoggedQuery], strategy="cascade", timeout: float = DEFAULT_TIMEOUT) -> list[Verdict]:

@@ -50,3 +50,20 @@ def test_log_round_trips_through_the_safe_parser(tmp_path):
         assert parse_condition(entry.goal) == query.goal
         assert entry.status == query.status
     assert [v.status.value for v in replay(entries, "cascade")] == [e.status for e in entries]
+
+
+@pytest.mark.parametrize("line", [
+    b"{not json", b'{"goal": "T > 0"}', b"[1, 2]", b'{"goal": 3, "facts": [], "ranges": {}, "strategy": "x", '
+    b'"status": "proven", "seconds": 0.1}',
+    b'{"goal": "T > 0", "facts": [], "ranges": {"T": [10, 2]}, "strategy": "x", "status": "proven", '
+    b'"seconds": 0.1}',                                   # an empty range proves every goal vacuously
+    b"[" * 100_000, b"\xff\xfe binary",
+])
+def test_a_line_that_is_no_logged_question_is_a_parse_error(tmp_path, line):
+    from shapeproof.shapes.querylog import read_log
+    from shapeproof.solver import ParseError
+
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(line + b"\n")
+    with pytest.raises(ParseError, match="log.jsonl:1"):
+        read_log(path)
