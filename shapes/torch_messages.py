@@ -333,10 +333,10 @@ def _items(block: str, names: _Names):
         names.declare(m.group("a"))
         names.declare(m.group("b"))
         found.append((m.start(), f"{m.group('lhs')} == {_sentence(m.group('rhs'))}", "equality", m.group()))
-    for m in (*_MARKED.finditer(block), *_solved(block)):
-        found.append((m.start() if isinstance(m, re.Match) else m.start,
-                      f"{names.declare(_sentence(m.group('var')))} == {m.group('value')}", "specialization",
-                      m.group() if isinstance(m, re.Match) else m.text))
+    marked = [_Statement(m.start(), m.group(), m.groupdict()) for m in _MARKED.finditer(block)]
+    for st in (*marked, *_solved(block)):
+        found.append((st.start, f"{names.declare(_sentence(st.group('var')))} == {st.group('value')}",
+                      "specialization", st.text))
     for d in _data(block):
         kind = "data-dependent" if d.group("what") == "guard on" else "data-dependent value"
         found.append((d.start, names.rename(d.group("expr").strip()), kind, d.text))
