@@ -162,6 +162,10 @@ class _Names:
         lo = int(lo_text) if lo_text and _RANGE_BOUND.fullmatch(lo_text) else None
         hi = int(hi_text) if hi_text and _RANGE_BOUND.fullmatch(hi_text) else None
         notes = []
+        if lo is not None and hi is not None and lo > hi:
+            # an empty range would prove every guard vacuously
+            notes.append(f"the text gives an empty range for {name} ({lo} > {hi}): using no upper bound")
+            hi = None
         if lo is None and implicit[0] is not None:
             lo = implicit[0]
             notes.append(f"torch omits a lower bound at or below its default; using {name} >= {lo} "

@@ -160,3 +160,10 @@ def test_long_lines_of_data_dependent_and_specialization_phrases_are_read_in_lin
     [solved_one] = find_guards("solving the guards generated for L['x'].size()[0] resulted in a specialized "
                                "value of 4.")
     assert solved_one.kind == "specialization" and solved_one.guard.endswith("== 4")
+
+
+def test_an_empty_range_in_a_message_proves_nothing():
+    """``10 <= T <= 2`` made every guard hold vacuously."""
+    [found] = find_guards("Not all values of T = L['x'].size()[1] in the specified range 10 <= T <= 2 satisfy "
+                          "the generated guard (L['x'].size()[1] % 4) != 0.")
+    assert found.ranges == {"T": (10, None)} and any("empty range" in note for note in found.notes)
