@@ -261,7 +261,7 @@ def produce_guards(env: EnvView, strategy="cascade", timeout: float = 2.0) -> Gu
     # that its fix covers them all
     erring = {s for v in violations for s in v.lifted.free_symbols if env.symbols[s].kind is DimKind.STRICT}
     joined = [r for r in restrictions if any(
-        _narrows_alone(env, r.lifted, env.symbols[s], r.counterexample, strategy, timeout)
+        _narrows_alone(env, r.lifted, env.symbols[s], r.verdict.counterexample or {}, strategy, timeout)
         for s in r.lifted.free_symbols & erring)]
     violations += joined
     restrictions = [r for r in restrictions if all(r is not j for j in joined)]
