@@ -24,7 +24,6 @@ else stays a float node, which only enumeration evaluates.
 """
 from __future__ import annotations
 
-import math
 from typing import Mapping
 
 import sympy
@@ -34,6 +33,7 @@ from . import floats as FL
 from . import formula as F
 from .bounds import Bounds
 from .nodes import TABLE, Kind
+from .size import SizeOf
 from .terms import divisors, iter_nodes
 
 __all__ = ["exact_floats"]
@@ -63,18 +63,6 @@ def _within(bound, limit: int, strict: bool = False) -> bool:
         return True                          # defined nowhere: nothing to be inexact about
     lo, hi = bound
     return (-limit < lo and hi < limit) if strict else (-limit <= lo and hi <= limit)
-
-
-def _terms(e: Expr) -> int:
-    """An upper bound on the number of terms of ``e`` expanded (``(a + b + 1)**4`` has at most 15)."""
-    if isinstance(e, sympy.Add):
-        return sum(_terms(a) for a in e.args)
-    if isinstance(e, sympy.Mul):
-        return math.prod(_terms(a) for a in e.args)
-    if isinstance(e, sympy.Pow) and e.exp.is_Integer and e.exp >= 0:
-        n = int(e.exp)
-        return math.comb(_terms(e.base) + n - 1, n) if n <= 64 else MAX_EXPANDED_TERMS + 1
-    return 1
 
 
 def _power_of_two(n: Expr) -> int | None:
@@ -194,9 +182,8 @@ class _Exact:
             other = self.side(second)
             if quotient is not None and other is not None and other[1] == 0:
                 a, b = quotient                 # sign(a/b - c) == sign((a - b*c) * b), b != 0
-                c = other[0]
-                diff = (a - b * c) * b
-                if (_terms(a) + _terms(b) * _terms(c)) * _terms(b) <= MAX_EXPANDED_TERMS:
+                diff = (a - b * other[0]) * b
+                if SizeOf()(diff).monomials <= MAX_EXPANDED_TERMS:
                     diff = sympy.expand(diff)   # else a product: expanding degree-4 sides took 16 s
                 return F.rel(F.FLIPPED[op] if flip else op, diff, Integer(0), divs | {b})
         left, right = self.side(x), self.side(y)
