@@ -257,20 +257,23 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
         start_from.restore()
     started_from = start_from or ModuleState(model)
     start = time.perf_counter()
+    candidates = small_buffers(model)
     followed = frozenset() if buffers is None else buffers
-    engine, torch_env, program, failure = _export_once(model, args, kwargs, spec, strategy, timeout, options,
-                                                       followed)
-    if buffers is None and data_dependent_cause(failure) is not None and small_buffers(model):
-        followed = frozenset(small_buffers(model))
+
+    def export_once():
+        return _export_once(model, args, kwargs, spec, strategy, timeout, options,
+                            {i: b for i, b in candidates.items() if i in followed})
+
+    engine, torch_env, program, failure = export_once()
+    if buffers is None and data_dependent_cause(failure) is not None and candidates:
+        followed = frozenset(candidates)
         started_from.restore()
-        engine, torch_env, program, failure = _export_once(model, args, kwargs, spec, strategy, timeout,
-                                                           options, followed)
+        engine, torch_env, program, failure = export_once()
     mutated = _mutated_buffers(model, program) & followed
     if mutated and torch_env.size_tracker.bindings:
         followed -= mutated
         started_from.restore()
-        engine, torch_env, program, failure = _export_once(model, args, kwargs, spec, strategy, timeout,
-                                                           options, followed)
+        engine, torch_env, program, failure = export_once()
     report = engine.produce_guards()
     seconds = time.perf_counter() - start
     canon = canonical(engine)
@@ -293,11 +296,11 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
 
 
 def _export_once(model, args, kwargs, spec, strategy: str, timeout: float, options: dict | None,
-                 buffers: frozenset[int]) -> tuple:
-    """``(engine, torch_env, program or None, failure or None)`` of one ``torch.export.export`` call."""
+                 buffers: dict[int, torch.Tensor]) -> tuple:
+    """``(engine, torch_env, program or None, failure or None)`` of one ``torch.export.export`` call that
+    follows sizes through ``buffers``."""
     engine = ShapeEnv(strategy=strategy, timeout=timeout)
-    followed = {i: b for i, b in small_buffers(model).items() if i in buffers}
-    context, torch_env = engine_tracing(engine, dim_specs(spec), followed)
+    context, torch_env = engine_tracing(engine, dim_specs(spec), buffers)
     program, failure = None, None
     with context:
         try:
@@ -585,8 +588,8 @@ def _next_point(first: Trace, regions: list, box: dict, counterexample: dict, st
         found = _other_side(first, regions, where, strategy, timeout)
         if found is not None:
             return found
-    if all(lo <= counterexample.get(s.name, lo) and (hi is None or counterexample.get(s.name, hi) <= hi)
-           for s, (lo, hi) in nearby.items() if lo is not None):
+    if all((lo is None or lo <= counterexample[s.name]) and (hi is None or counterexample[s.name] <= hi)
+           for s, (lo, hi) in nearby.items() if s.name in counterexample):
         return counterexample
     verdict = prove(F.disj(*regions), ranges=nearby, strategy=strategy, timeout=timeout)
     return verdict.counterexample if verdict.refuted and verdict.counterexample else counterexample
