@@ -229,44 +229,6 @@ def _blocks(text: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class _NotAll:
-    """One "Not all values of ..." statement: where it starts, its text, and its parts."""
-
-    start: int
-    text: str
-    var: str
-    range: str | None
-    guard: str | None = None
-    equal: str | None = None
-    const: str | None = None
-
-
-def _not_all(text: str) -> list[_NotAll]:
-    """Every "Not all values of ..." statement of ``text``, in order; each is read within its line, in time
-    linear in the line."""
-    found = []
-    start = text.find(_NOT_ALL_START)
-    while start >= 0:
-        body = start + len(_NOT_ALL_START)
-        end = text.find("\n", body)
-        line = text[body:] if end < 0 else text[body:end]
-        cuts = [(i, t) for t in (_SATISFY, _VALID) if (i := line.find(t)) > 0]
-        if cuts:
-            cut, kind = min(cuts)
-            var, sep, rng = line[:cut].partition(_IN_RANGE)
-            rest = line[cut + len(kind):]
-            if var and kind == _SATISFY and rest:
-                found.append(_NotAll(start, text[start:body] + line, var, rng if sep else None, guard=rest))
-            elif var and kind == _VALID and (m := _INFERRED.match(rest)):
-                found.append(_NotAll(start, text[start:body + cut + len(kind) + m.end()], var,
-                                     rng if sep else None, equal=m.group("equal"), const=m.group("const")))
-        # like a regular expression's matches, statements do not overlap
-        start = text.find(_NOT_ALL_START, found[-1].start + len(found[-1].text) if found and
-                          found[-1].start == start else body)
-    return found
-
-
-@dataclass(frozen=True)
 class _Statement:
     """A statement read from a start phrase to its end within one line: where, its text, its parts."""
 
@@ -281,6 +243,31 @@ class _Statement:
 def _line_after(text: str, start: int) -> str:
     end = text.find("\n", start)
     return text[start:] if end < 0 else text[start:end]
+
+
+def _not_all(text: str) -> list[_Statement]:
+    """Every "Not all values of ..." statement of ``text``, in order (parts ``var``, ``range`` and one of
+    ``guard``, ``equal``, ``const``); each is read within its line, in time linear in the line."""
+    found: list[_Statement] = []
+    start = text.find(_NOT_ALL_START)
+    while start >= 0:
+        body = start + len(_NOT_ALL_START)
+        line = _line_after(text, body)
+        cuts = [(i, t) for t in (_SATISFY, _VALID) if (i := line.find(t)) > 0]
+        if cuts:
+            cut, kind = min(cuts)
+            var, sep, rng = line[:cut].partition(_IN_RANGE)
+            named = {"var": var, "range": rng if sep else None}
+            rest = line[cut + len(kind):]
+            if var and kind == _SATISFY and rest:
+                found.append(_Statement(start, text[start:body] + line, {**named, "guard": rest}))
+            elif var and kind == _VALID and (m := _INFERRED.match(rest)):
+                found.append(_Statement(start, text[start:body + cut + len(kind) + m.end()],
+                                        {**named, "equal": m.group("equal"), "const": m.group("const")}))
+        # like a regular expression's matches, statements do not overlap
+        start = text.find(_NOT_ALL_START, found[-1].start + len(found[-1].text) if found and
+                          found[-1].start == start else body)
+    return found
 
 
 def _data(text: str) -> list[_Statement]:
@@ -322,13 +309,13 @@ def _items(block: str, names: _Names):
     """(guard, kind, line, region) for every guard statement of one message, in order."""
     found: list[tuple] = []
     for n in _not_all(block):
-        name = names.declare(n.var, n.range)
-        if n.guard is not None:
-            found.append((n.start, names.rename(_sentence(n.guard)), "constraint", n.text))
-        elif n.const is not None:
-            found.append((n.start, f"{name} == {n.const}", "specialization", n.text))
+        name = names.declare(n.group("var"), n.group("range"))
+        if n.group("guard") is not None:
+            found.append((n.start, names.rename(_sentence(n.group("guard"))), "constraint", n.text))
+        elif n.group("const") is not None:
+            found.append((n.start, f"{name} == {n.group('const')}", "specialization", n.text))
         else:
-            equal = names.rename(_sentence(n.equal or ""))
+            equal = names.rename(_sentence(n.group("equal") or ""))
             found.append((n.start, f"{name} == ({equal})", "equality", n.text))
     for m in _EQUAL.finditer(block):
         found.append((m.start(), f"{names.declare(m.group('a'))} == {names.declare(m.group('b'))}",
@@ -371,7 +358,7 @@ def find_guards(text: str) -> list[TorchGuard]:
     """Every guard in torch's error text or log, deduplicated, in order of appearance."""
     names = _Names()
     for n in _not_all(text):                # Dim names first: a guard may mention a dim named later
-        names.declare(n.var, n.range)
+        names.declare(n.group("var"), n.group("range"))
     for m in (*_EQUAL.finditer(text), *_RELATED.finditer(text)):
         names.declare(m.group("a"))
         names.declare(m.group("b"))
