@@ -260,11 +260,11 @@ def produce_guards(env: EnvView, strategy="cascade", timeout: float = 2.0) -> Gu
     # once a named dim is an error, every relation that narrows it by itself is part of the error too, so
     # that its fix covers them all
     erring = {s for v in violations for s in v.lifted.free_symbols if env.symbols[s].kind is DimKind.STRICT}
-    joined = [r for r in restrictions if any(
+    joined = {id(r) for r in restrictions if any(
         _narrows_alone(env, r.lifted, env.symbols[s], r.verdict.counterexample or {}, strategy, timeout)
-        for s in r.lifted.free_symbols & erring)]
-    violations += joined
-    restrictions = [r for r in restrictions if all(r is not j for j in joined)]
+        for s in r.lifted.free_symbols & erring)}
+    violations += [r for r in restrictions if id(r) in joined]
+    restrictions = [r for r in restrictions if id(r) not in joined]
     pinned = _pinned(env, restrictions, strategy, timeout)
     violations = sorted(violations + [r for r in restrictions if id(r) in pinned],
                         key=lambda v: v.guard.index)
