@@ -39,6 +39,8 @@ from .regions import (
     canonical,
     input_sizes,
     inputs_at,
+    inside,
+    near,
     python_guard,
     set_input_checks,
     settable,
@@ -109,7 +111,9 @@ class _Narrower:
         self.traces = list(search.traces)
         self.strategy, self.timeout, self.options, self.stop_at = strategy, timeout, options, stop_at
         self.box = search.box
+        self.nearby = near(search.box, first.point)
         self.added = 0
+        self.unfit: str | None = None     # inputs at a point the solver chose did not fit in memory
         self.max_added = max_traces
         canon = canonical(first.engine)
         self.guards = [(v, F.substitute(v.lifted, canon)) for v in first.report.violations]
@@ -130,7 +134,22 @@ class _Narrower:
 
     def spent(self) -> bool:
         out_of_time = self.stop_at is not None and time.perf_counter() + self.trace_cost() > self.stop_at
-        return out_of_time or (self.max_added is not None and self.added >= self.max_added)
+        return out_of_time or self.unfit is not None or (self.max_added is not None
+                                                          and self.added >= self.max_added)
+
+    def counterexample(self, goal: F.Formula, timeout: float | None = None) -> tuple[bool, dict | None]:
+        """Whether ``goal`` is proven over the box, else a point where it fails (None: undecided), near
+        the first example where there is one (``regions.near``: the box may reach sizes whose inputs do
+        not fit in memory)."""
+        timeout = self.timeout if timeout is None else timeout
+        verdict = prove(goal, ranges=self.box, strategy=self.strategy, timeout=timeout)
+        if not verdict.refuted:
+            return verdict.proven, None
+        assert verdict.counterexample is not None, "a refuted verdict has a counterexample"
+        if inside(verdict.counterexample, self.nearby):
+            return False, verdict.counterexample
+        closer = prove(goal, ranges=self.nearby, strategy=self.strategy, timeout=timeout)
+        return False, closer.counterexample if closer.refuted else verdict.counterexample
 
     def trace_at(self, counterexample: dict) -> Trace | None:
         if self.spent():
@@ -138,7 +157,11 @@ class _Narrower:
         point = {**self.first.point, **counterexample}
         if set(counterexample) - settable(self.first.sizes):
             return None
-        args, kwargs = inputs_at(self.model, self.args, self.kwargs, input_sizes(self.first.sizes, point))
+        try:
+            args, kwargs = inputs_at(self.model, self.args, self.kwargs, input_sizes(self.first.sizes, point))
+        except (OSError, MemoryError) as exc:
+            self.unfit = f"inputs at {point_str(point)} do not fit in memory ({exc})"
+            return None
         found = trace(self.model, args, kwargs, self.spec, self.strategy, self.timeout, self.options,
                       self.first.started_from, self.first.followed_buffers)
         self.traces.append(found)
@@ -149,15 +172,10 @@ class _Narrower:
     def side_of(self, guard: F.Formula, others: F.Formula) -> Trace | None:
         """A trace where ``guard`` is false and ``others`` hold: one already made, else a new one."""
         for t in self.traces:
-            at = {symbol(k): v for k, v in t.point.items()}
-            if truth(guard, at) is False and truth(others, at) is True and t.program is not None:
+            if truth(guard, _at(t)) is False and truth(others, _at(t)) is True and t.program is not None:
                 return t
-        verdict = prove(F.disj(guard, F.neg(others)), ranges=self.box, strategy=self.strategy,
-                        timeout=self.timeout)
-        if not verdict.refuted:
-            return None
-        assert verdict.counterexample is not None, "a refuted verdict has a counterexample"
-        return self.trace_at(verdict.counterexample)
+        _, point = self.counterexample(F.disj(guard, F.neg(others)))
+        return None if point is None else self.trace_at(point)
 
     def genuine(self) -> list | None:
         """The violated guards whose other side the first program does not serve (None: budget spent).
@@ -175,8 +193,13 @@ class _Narrower:
         maybe: list = []
         special: list = []
         restriction: F.Formula = F.TRUE
-        sides = {}
+        sides: dict[int, Trace] = {}
+        settled = self._settle_sites(sides)
         for i, (violation, guard) in enumerate(self.guards):
+            if i in settled:
+                if id(violation) in sides:
+                    maybe.append(violation)
+                continue
             if _best_kept(violation) >= NOT_WORTH_A_TRACE:
                 found.append(violation)
                 restriction = F.conj(restriction, guard)
@@ -203,6 +226,36 @@ class _Narrower:
             found += [v for v in maybe if not self.served(sides[id(v)])]
         return found
 
+    def _settle_sites(self, sides: dict) -> set[int]:
+        """The guards settled by one trace per Python branch asked at several places of the model (Swin's
+        window pad, in every block of every stage): where all of one site's guards are on their other
+        side at once and the rest hold, a trace the first program's group serves merges them all, and
+        one whose program serves the first trace makes them all ``maybe`` (their side recorded in
+        ``sides``).  Any other outcome leaves the site's guards to be tried one by one."""
+        by_site: dict[tuple, list[int]] = {}
+        for i, (violation, _) in enumerate(self.guards):
+            where = violation.guard.where
+            if (violation.guard.from_branch and where is not None and where.frame is not None
+                    and _best_kept(violation) < NOT_WORTH_A_TRACE):
+                by_site.setdefault((where.frame.filename, where.frame.lineno), []).append(i)
+        settled: set[int] = set()
+        for members in by_site.values():
+            if len(members) < 2:
+                continue
+            others = F.conj(*(g for j, (_, g) in enumerate(self.guards) if j not in members))
+            side = self.side_of(F.disj(*(self.guards[j][1] for j in members)), others)
+            if side is None or side is self.first:
+                continue
+            if self.served(side):
+                if not self.programs.serves(side, self.first).ok:
+                    continue              # a special path somewhere in the site: one by one
+            elif self.programs.serves(side, self.first).ok:
+                sides.update((id(self.guards[j][0]), side) for j in members)
+            else:
+                continue
+            settled.update(members)
+        return settled
+
     def _trace_every_side(self, restriction: F.Formula, merging: list, maybe: list) -> None:
         """Trace where every ``maybe`` guard, and as many others that may merge as can be with them, are
         on their other side at once.
@@ -220,24 +273,25 @@ class _Narrower:
         point = None
         for guard in maybe + [g for g in merging if all(g is not m for m in maybe)]:
             every_side = F.conj(restriction, *(F.neg(g) for g in flipped + [guard]))
-            verdict = prove(F.neg(every_side), ranges=self.box, strategy=self.strategy, timeout=self.timeout)
-            if verdict.refuted:
-                assert verdict.counterexample is not None, "a refuted verdict has a counterexample"
-                flipped, point = flipped + [guard], verdict.counterexample
-        if point is not None:
+            _, found = self.counterexample(F.neg(every_side))
+            if found is not None:
+                flipped, point = flipped + [guard], found
+        if point is None:
+            return
+        every_side = F.conj(restriction, *(F.neg(g) for g in flipped))
+        if not any(truth(every_side, _at(t)) is True for t in self.traces):
             self.trace_at(point)
 
     def verified(self, allowed: F.Formula) -> bool:
         """Whether the first program's group serves every point of ``allowed``, tracing where unsure."""
         while True:
-            verdict = prove(F.disj(F.neg(allowed), self.group_region()), ranges=self.box,
-                            strategy=self.strategy, timeout=max(self.timeout, COVERAGE_TIMEOUT))
-            if verdict.proven:
+            proven, point = self.counterexample(F.disj(F.neg(allowed), self.group_region()),
+                                                max(self.timeout, COVERAGE_TIMEOUT))
+            if proven:
                 return True
-            if not verdict.refuted:
+            if point is None:
                 return False
-            assert verdict.counterexample is not None, "a refuted verdict has a counterexample"
-            found = self.trace_at(verdict.counterexample)
+            found = self.trace_at(point)
             if found is None or not self.served(found):
                 return False
 
@@ -280,6 +334,11 @@ class _Narrower:
                 hi += step * _largest(lambda k: covered(i, with_bounds(lo, hi + k * step)), steps)
             chosen[i] = with_bounds(lo, hi)
         return [f for f in chosen if f is not None]
+
+
+def _at(t: Trace) -> dict:
+    """A trace's example point, for ``truth``."""
+    return {symbol(k): v for k, v in t.point.items()}
 
 
 def _sizes(fix: Fix) -> tuple[int | None, int | None, int, int]:
@@ -339,6 +398,8 @@ def widest_single_program(model, args, kwargs, spec, first: Trace, search: Regio
                       f"more traces (about {narrower.trace_cost():.0f} s each here), more than this export's "
                       "budget: export with a larger time_budget to look for it")
     needed = narrower.genuine()
+    if narrower.unfit is not None:
+        return None, f"looking for one program over a wider range stopped: {narrower.unfit}"
     if not needed:
         return None, None
     fixes = joint_fixes(first.engine, needed, timeout)
@@ -352,6 +413,9 @@ def widest_single_program(model, args, kwargs, spec, first: Trace, search: Regio
     if not narrower.verified(allowed):
         if not narrower.spent():
             return None, None             # a point of the box needs another program
+        if narrower.unfit is not None:
+            return None, (f"one program may serve every input with {'; '.join(f.description for f in fixes)}"
+                          f", but verifying it stopped: {narrower.unfit}")
         return None, (f"one program may serve every input with {'; '.join(f.description for f in fixes)}, "
                       f"but verifying it needs more traces than this export's budget allowed "
                       f"({narrower.added} more, {time.perf_counter() - start:.1f} s); export with a larger "

@@ -559,8 +559,12 @@ def _where_the_model_fails(model, args, kwargs, first: Trace) -> tuple[dict, Exc
         if time.perf_counter() > until:
             break
         sizes = input_sizes(first.sizes, {**first.point, **point})
+        try:
+            inputs = inputs_at(model, args, kwargs, sizes)
+        except (OSError, MemoryError):
+            continue                    # a counterexample far out in a declared range: not probed
         first.started_from.restore()
-        failure = failure_at(model, *inputs_at(model, args, kwargs, sizes))
+        failure = failure_at(model, *inputs)
         if failure is not None:
             return point, failure
     return None
@@ -578,6 +582,12 @@ def near(box: dict, point: dict[str, int]) -> dict:
     return cut
 
 
+def inside(point: dict[str, int], box: dict) -> bool:
+    """Whether ``point`` (by variable name) lies in ``box`` (by variable) on every dim they share."""
+    return all((lo is None or lo <= point[s.name]) and (hi is None or point[s.name] <= hi)
+               for s, (lo, hi) in box.items() if s.name in point)
+
+
 def _next_point(first: Trace, regions: list, box: dict, counterexample: dict, strategy: str,
                 timeout: float) -> dict:
     """Where to trace next: outside ``regions`` (``counterexample`` is one such point), on the other side
@@ -588,8 +598,7 @@ def _next_point(first: Trace, regions: list, box: dict, counterexample: dict, st
         found = _other_side(first, regions, where, strategy, timeout)
         if found is not None:
             return found
-    if all((lo is None or lo <= counterexample[s.name]) and (hi is None or counterexample[s.name] <= hi)
-           for s, (lo, hi) in nearby.items() if s.name in counterexample):
+    if inside(counterexample, nearby):
         return counterexample
     verdict = prove(F.disj(*regions), ranges=nearby, strategy=strategy, timeout=timeout)
     return verdict.counterexample if verdict.refuted and verdict.counterexample else counterexample

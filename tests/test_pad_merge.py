@@ -359,6 +359,7 @@ def test_the_narrowing_traces_where_every_guard_that_may_merge_is_on_its_other_s
     h, w = symbol("H"), symbol("W")
     narrower = object.__new__(_Narrower)
     narrower.box, narrower.strategy, narrower.timeout = {h: (8, 96), w: (8, 96)}, "cascade", 2.0
+    narrower.nearby, narrower.traces = narrower.box, []
     traced = []
     narrower.trace_at = traced.append
     restriction = F.eq(Mod(w, 4), 0)                                  # the genuine patch pad
@@ -429,7 +430,8 @@ def test_a_side_the_group_serves_without_serving_the_first_program_is_not_flippe
     h_pad, w_pad = F.eq(Mod(FloorDiv(h, 4), 4), 0), F.eq(Mod(FloorDiv(w, 4), 4), 0)
     w_windows = F.ne(FloorDiv(w, 32), 1)
     narrower = object.__new__(_Narrower)
-    narrower.guards = [(SimpleNamespace(fixes=[]), g) for g in (h_pad, w_pad, w_windows)]
+    asked_alone = SimpleNamespace(from_branch=True, where=None)        # no site shared with another guard
+    narrower.guards = [(SimpleNamespace(fixes=[], guard=asked_alone), g) for g in (h_pad, w_pad, w_windows)]
     sides = {str(g): SimpleNamespace(name=str(g)) for g in (h_pad, w_pad, w_windows)}
     narrower.first = SimpleNamespace(name="first")
     narrower.side_of = lambda guard, others: sides[str(guard)]
@@ -439,3 +441,68 @@ def test_a_side_the_group_serves_without_serving_the_first_program_is_not_flippe
     flipped = []
     narrower._trace_every_side = lambda restriction, merging, maybe: flipped.append(merging)
     assert narrower.genuine() == [] and flipped == [[h_pad, w_pad]]
+
+
+def test_the_widest_range_search_traces_near_the_example_when_the_ranges_reach_far(monkeypatch):
+    """A declared range reaching sizes whose inputs would not fit in memory: every trace the search for
+    one program makes stays near the example, as the region search's do, and no probe fails on them."""
+    from shapeproof.export import narrow
+    traced = []
+    real = narrow.inputs_at
+
+    def recording(model, args, kwargs, sizes):
+        traced.append(dict(sizes))
+        return real(model, args, kwargs, sizes)
+
+    monkeypatch.setattr(narrow, "inputs_at", recording)
+    model = PatchPadThenWindows().eval()
+    fixes, _ = _narrowed(model, torch.randn(1, 3, 8, 16), ({3: Dim("W", min=8, max=2**40)},))
+    assert traced and all(size <= 16 + 64 for sizes in traced for size in sizes.values()), traced
+    # over so wide a range, excluding W // 8 == 1 is not worth a trace (narrow.NOT_WORTH_A_TRACE)
+    [fix] = fixes
+    assert (fix.dim, fix.kind, fix.modulus, fix.max) == ("W", "multiple", 4, 2**38) and fix.min <= 3
+
+
+def test_the_guards_of_one_branch_asked_in_every_block_are_settled_by_one_trace():
+    """Swin asks its window-pad branch in every block of every stage, one guard per stage and dim: one
+    trace where all of them are on their other side settles them when its program merges; a guard of
+    another line is still tried alone, and a site whose joint side does not merge falls back to one
+    trace per guard."""
+    from types import SimpleNamespace
+
+    from shapeproof import solver as F
+    from shapeproof.export.merge import Merge
+    from shapeproof.export.narrow import _Narrower
+    from shapeproof.solver import FloorDiv, Mod, symbol
+
+    h, w = symbol("H"), symbol("W")
+    stage1 = [F.eq(Mod(FloorDiv(d, 4), 4), 0) for d in (h, w)]
+    stage2 = [F.eq(Mod(FloorDiv(d, 8), 4), 0) for d in (h, w)]
+    patch = F.eq(Mod(w, 4), 0)
+
+    def asked_at(line):
+        frame = SimpleNamespace(filename="modeling.py", lineno=line)
+        return SimpleNamespace(fixes=[], guard=SimpleNamespace(from_branch=True, where=SimpleNamespace(
+            frame=frame, op=None)))
+
+    def genuine(merging_site: bool):
+        narrower = object.__new__(_Narrower)
+        narrower.guards = [(asked_at(563), g) for g in stage1 + stage2] + [(asked_at(269), patch)]
+        narrower.first = SimpleNamespace(name="first")
+        asked = []
+
+        def side_of(guard, others):
+            asked.append(guard)
+            return SimpleNamespace(name=str(guard), merges=merging_site or guard is not asked[0])
+        narrower.side_of = side_of
+        narrower.served = lambda side: side.name != str(patch) and side.merges
+        narrower.spent = lambda: False
+        narrower.programs = SimpleNamespace(serves=lambda a, b: Merge(a.name != str(patch) and a.merges))
+        narrower._trace_every_side = lambda restriction, merging, maybe: None
+        needed = narrower.genuine()
+        found = [g for v, g in narrower.guards if any(v is f for f in needed)]
+        return [str(g) for g in found], [str(g) for g in asked]
+
+    site, alone = str(F.disj(*stage1, *stage2)), [str(g) for g in stage1 + stage2]
+    assert genuine(merging_site=True) == ([str(patch)], [site, str(patch)])
+    assert genuine(merging_site=False) == ([str(patch)], [site] + alone + [str(patch)])
