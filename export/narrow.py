@@ -226,20 +226,26 @@ class _Narrower:
             found += [v for v in maybe if not self.served(sides[id(v)])]
         return found
 
+    def sites(self) -> list[list[int]]:
+        """The violated guards worth a trace, by the place that asked them: one list per Python branch
+        (file and line), one per other guard."""
+        by_site: dict[object, list[int]] = {}
+        for i, (violation, _) in enumerate(self.guards):
+            if _best_kept(violation) >= NOT_WORTH_A_TRACE:
+                continue
+            where = violation.guard.where
+            frame = where.frame if where is not None and violation.guard.from_branch else None
+            by_site.setdefault((frame.filename, frame.lineno) if frame is not None else i, []).append(i)
+        return list(by_site.values())
+
     def _settle_sites(self, sides: dict) -> set[int]:
         """The guards settled by one trace per Python branch asked at several places of the model (Swin's
         window pad, in every block of every stage): where all of one site's guards are on their other
         side at once and the rest hold, a trace the first program's group serves merges them all, and
         one whose program serves the first trace makes them all ``maybe`` (their side recorded in
         ``sides``).  Any other outcome leaves the site's guards to be tried one by one."""
-        by_site: dict[tuple, list[int]] = {}
-        for i, (violation, _) in enumerate(self.guards):
-            where = violation.guard.where
-            if (violation.guard.from_branch and where is not None and where.frame is not None
-                    and _best_kept(violation) < NOT_WORTH_A_TRACE):
-                by_site.setdefault((where.frame.filename, where.frame.lineno), []).append(i)
         settled: set[int] = set()
-        for members in by_site.values():
+        for members in self.sites():
             if len(members) < 2:
                 continue
             others = F.conj(*(g for j, (_, g) in enumerate(self.guards) if j not in members))
@@ -387,14 +393,15 @@ def widest_single_program(model, args, kwargs, spec, first: Trace, search: Regio
     if (not narrower.guards or any(t.region is None for t in narrower.traces)
             or any(not g.free_symbols <= inputs for _, g in narrower.guards)):
         return None, None
-    if stop_at is not None and start + narrower.trace_cost() * len(narrower.guards) > stop_at:
-        # fail fast: trying each guard alone would not fit the budget; say what it would take
+    trials = len(narrower.sites())       # at least one trace each (``genuine``)
+    if stop_at is not None and start + narrower.trace_cost() * trials > stop_at:
+        # fail fast: trying each guard (each branch) alone would not fit the budget; say what it would take
         branches = sum(1 for v in first.report.violations if v.guard.from_branch)
         if not branches:
             return None, None
         return None, (f"one program may serve a wider range than these fixes: {branches} of the violated "
                       "guards are Python branches on sizes, which often choose between code paths that one "
-                      f"program serves (pad branches); looking for it takes at least {len(narrower.guards)} "
+                      f"program serves (pad branches); looking for it takes at least {trials} "
                       f"more traces (about {narrower.trace_cost():.0f} s each here), more than this export's "
                       "budget: export with a larger time_budget to look for it")
     needed = narrower.genuine()
