@@ -163,7 +163,7 @@ class _Narrower:
             self.unfit = f"inputs at {point_str(point)} do not fit in memory ({exc})"
             return None
         found = trace(self.model, args, kwargs, self.spec, self.strategy, self.timeout, self.options,
-                      self.first.started_from, self.first.followed_buffers)
+                      after=self.first)
         self.traces.append(found)
         self.added += 1
         self.programs.add(found)

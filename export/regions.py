@@ -35,7 +35,9 @@ import torch
 from shapeproof.shapes import GuardReport, ShapeEnv, lift
 from shapeproof.tracer.torch_internals import pytree
 from shapeproof import solver as F      # the solver's facade: conditions, questions, guard code
-from shapeproof.solver import Bounds, divisors, evaluate_term, guard_code, prove, simplify, symbol, truth
+from shapeproof.solver import (
+    Bounds, Solver, divisors, evaluate_term, guard_code, prove, simplify, symbol, truth,
+)
 from shapeproof.tracer.engine_env import EngineShapeEnv, TorchDataDependentError, engine_tracing
 from shapeproof.tracer.size_tracking import small_buffers
 from shapeproof.tracer.module_state import ModuleState
@@ -241,31 +243,33 @@ def _engine_term(torch_env: EngineShapeEnv, expr: Expr) -> Expr | None:
 
 
 def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout: float,
-          options: dict | None = None, start_from: ModuleState | None = None,
-          buffers: frozenset[int] | None = None) -> Trace:
+          options: dict | None = None, after: Trace | None = None) -> Trace:
     """Export once with the engine deciding shapes; never raises for shape reasons (the caller decides).
 
-    ``options`` are torch.export.export's own keyword arguments, passed through.  ``start_from``
-    (an earlier trace's ``started_from``) puts the model's attributes back first (``module_state.py``).
-    ``buffers`` are the ids of the model's small buffers whose values sizes are followed through (an
-    earlier trace's ``followed_buffers``); None decides: none, unless the trace then fails on a
-    data-dependent size and the model has such buffers (EnCodec keeps its strides in int64 buffers).
-    A followed value becomes a runtime assert that the buffer still holds it, which a program that
-    mutates the buffer (a step counter) breaks at its next call, so those are never followed.
+    ``options`` are torch.export.export's own keyword arguments, passed through.  ``after`` is an
+    earlier trace of the same export, which this one continues: its ``started_from`` puts the model's
+    attributes back first (``module_state.py``), its buffers are followed, and its solver answers (a
+    verdict depends only on the question, goal, facts and ranges, so one trace's are the next one's:
+    traces of one model ask mostly the same).  Without one, the model's small buffers whose values
+    sizes go through are followed only if the trace fails on a data-dependent size without them
+    (EnCodec keeps its strides in int64 buffers).  A followed value becomes a runtime assert that the
+    buffer still holds it, which a program that mutates the buffer (a step counter) breaks at its next
+    call, so those are never followed.
     """
-    if start_from is not None:
-        start_from.restore()
-    started_from = start_from or ModuleState(model)
+    if after is not None:
+        after.started_from.restore()
+    started_from = after.started_from if after is not None else ModuleState(model)
+    solver = after.engine.solver if after is not None else None
     start = time.perf_counter()
     candidates = small_buffers(model)
-    followed = frozenset() if buffers is None else buffers
+    followed = frozenset() if after is None else after.followed_buffers
 
     def export_once():
         return _export_once(model, args, kwargs, spec, strategy, timeout, options,
-                            {i: b for i, b in candidates.items() if i in followed})
+                            {i: b for i, b in candidates.items() if i in followed}, solver)
 
     engine, torch_env, program, failure = export_once()
-    if buffers is None and data_dependent_cause(failure) is not None and candidates:
+    if after is None and data_dependent_cause(failure) is not None and candidates:
         followed = frozenset(candidates)
         started_from.restore()
         engine, torch_env, program, failure = export_once()
@@ -296,10 +300,10 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
 
 
 def _export_once(model, args, kwargs, spec, strategy: str, timeout: float, options: dict | None,
-                 buffers: dict[int, torch.Tensor]) -> tuple:
+                 buffers: dict[int, torch.Tensor], solver: Solver | None = None) -> tuple:
     """``(engine, torch_env, program or None, failure or None)`` of one ``torch.export.export`` call that
-    follows sizes through ``buffers``."""
-    engine = ShapeEnv(strategy=strategy, timeout=timeout)
+    follows sizes through ``buffers``, its engine asking ``solver`` (a fresh one if None)."""
+    engine = ShapeEnv(strategy=strategy, timeout=timeout, solver=solver)
     context, torch_env = engine_tracing(engine, dim_specs(spec), buffers)
     program, failure = None, None
     with context:
@@ -458,8 +462,7 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
         except (OSError, MemoryError) as exc:
             search.reason = f"inputs at {point_str(point)} do not fit in memory ({_first_line(exc)})"
             break
-        found = trace(model, new_args, new_kwargs, spec, strategy, timeout, options, first.started_from,
-                      first.followed_buffers)
+        found = trace(model, new_args, new_kwargs, spec, strategy, timeout, options, after=first)
         search.traces.append(found)
         if found.program is None:
             assert found.failure is not None          # a trace without a program says why

@@ -60,8 +60,8 @@ class ShapeEnv:
 
     ``strategy``/``timeout`` choose the strategy and budget for every question
     (see ``shapeproof.solver.prove``), answered by ``solver`` (a fresh
-    ``Solver`` unless one is given: an export shares one among its traces, and
-    the tracer registers torch's strategy on it).  ``specialize_zero_one``
+    ``Solver`` unless one is given: the traces of one export share one, whose
+    cached verdicts depend only on the question).  ``specialize_zero_one``
     mirrors torch's setting of the same name.
     """
 
