@@ -259,7 +259,7 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
     if after is not None:
         after.started_from.restore()
     started_from = after.started_from if after is not None else ModuleState(model)
-    solver = after.engine.solver if after is not None else None
+    solver = after.engine.solver if after is not None else Solver(timeout)   # shared by the retries below
     start = time.perf_counter()
     candidates = small_buffers(model)
     followed = frozenset() if after is None else after.followed_buffers
@@ -300,9 +300,9 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
 
 
 def _export_once(model, args, kwargs, spec, strategy: str, timeout: float, options: dict | None,
-                 buffers: dict[int, torch.Tensor], solver: Solver | None = None) -> tuple:
+                 buffers: dict[int, torch.Tensor], solver: Solver) -> tuple:
     """``(engine, torch_env, program or None, failure or None)`` of one ``torch.export.export`` call that
-    follows sizes through ``buffers``, its engine asking ``solver`` (a fresh one if None)."""
+    follows sizes through ``buffers``, its engine asking ``solver``."""
     engine = ShapeEnv(strategy=strategy, timeout=timeout, solver=solver)
     context, torch_env = engine_tracing(engine, dim_specs(spec), buffers)
     program, failure = None, None
