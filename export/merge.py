@@ -432,10 +432,6 @@ def _no_identity(node, terms: ProgramTerms, point: dict, written: set) -> str:
     return f"; it is no identity at {point_str(point)}: {F.formula_str(rewrite.condition)} is false there"
 
 
-def _point(trace) -> dict:
-    return {symbol(k): v for k, v in trace.point.items()}
-
-
 def _failing_part(verdict, guards: list, obligations: list) -> str:
     """The condition of a refused merge that is false at the solver's counterexample, and that point
     (else the solver's reason)."""
@@ -466,7 +462,7 @@ def serves(a, b, box: dict, strategy: str = "cascade", timeout: float = MERGE_TI
         return no("a trace without a program or region")
     if a.fingerprint == b.fingerprint:
         return Merge(True, "identical graphs", time.perf_counter() - start)
-    point, facts = _point(b), [b.region]
+    point, facts = b.at, [b.region]
     guards = a.region.args if isinstance(a.region, F.And) else (a.region,)
     needed = [g for g in guards if truth(g, point) is not False]      # the rest separate a from b
     try:

@@ -39,8 +39,8 @@ from .regions import (
     canonical,
     input_sizes,
     inputs_at,
-    inside,
     near,
+    nearer,
     python_guard,
     set_input_checks,
     settable,
@@ -146,10 +146,7 @@ class _Narrower:
         if not verdict.refuted:
             return verdict.proven, None
         assert verdict.counterexample is not None, "a refuted verdict has a counterexample"
-        if inside(verdict.counterexample, self.nearby):
-            return False, verdict.counterexample
-        closer = prove(goal, ranges=self.nearby, strategy=self.strategy, timeout=timeout)
-        return False, closer.counterexample if closer.refuted else verdict.counterexample
+        return False, nearer(goal, verdict.counterexample, self.nearby, self.strategy, timeout)
 
     def trace_at(self, counterexample: dict) -> Trace | None:
         if self.spent():
@@ -172,7 +169,7 @@ class _Narrower:
     def side_of(self, guard: F.Formula, others: F.Formula) -> Trace | None:
         """A trace where ``guard`` is false and ``others`` hold: one already made, else a new one."""
         for t in self.traces:
-            if truth(guard, _at(t)) is False and truth(others, _at(t)) is True and t.program is not None:
+            if truth(guard, t.at) is False and truth(others, t.at) is True and t.program is not None:
                 return t
         _, point = self.counterexample(F.disj(guard, F.neg(others)))
         return None if point is None else self.trace_at(point)
@@ -285,7 +282,7 @@ class _Narrower:
         if point is None:
             return
         every_side = F.conj(restriction, *(F.neg(g) for g in flipped))
-        if not any(truth(every_side, _at(t)) is True for t in self.traces):
+        if not any(truth(every_side, t.at) is True for t in self.traces):
             self.trace_at(point)
 
     def verified(self, allowed: F.Formula) -> bool:
@@ -340,11 +337,6 @@ class _Narrower:
                 hi += step * _largest(lambda k: covered(i, with_bounds(lo, hi + k * step)), steps)
             chosen[i] = with_bounds(lo, hi)
         return [f for f in chosen if f is not None]
-
-
-def _at(t: Trace) -> dict:
-    """A trace's example point, for ``truth``."""
-    return {symbol(k): v for k, v in t.point.items()}
 
 
 def _sizes(fix: Fix) -> tuple[int | None, int | None, int, int]:

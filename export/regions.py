@@ -89,6 +89,11 @@ class Trace:
     followed_buffers: frozenset[int] = frozenset()   # ids of the buffers sizes were followed through
 
     @cached_property
+    def at(self) -> dict[Symbol, int]:
+        """The example point by variable, for ``truth``."""
+        return {symbol(k): v for k, v in self.point.items()}
+
+    @cached_property
     def terms(self) -> ProgramTerms:
         """The program's integer values and shapes as terms over the canonical variables (for merging)."""
         assert self.program is not None, "only a trace that gave a program is merged"
@@ -469,8 +474,7 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
             search.reason = (f"at {point_str(found.point)} the model itself cannot be traced: "
                              f"{_first_line(found.failure)}")
             break
-        if found.region is None or truth(found.region,
-                                         {symbol(k): v for k, v in found.point.items()}) is not True:
+        if found.region is None or truth(found.region, found.at) is not True:
             search.reason = f"the trace at {point_str(found.point)} does not hold at its own example"
             break
         programs.add(found)
@@ -585,7 +589,7 @@ def near(box: dict, point: dict[str, int]) -> dict:
     return cut
 
 
-def inside(point: dict[str, int], box: dict) -> bool:
+def _inside(point: dict[str, int], box: dict) -> bool:
     """Whether ``point`` (by variable name) lies in ``box`` (by variable) on every dim they share."""
     return all((lo is None or lo <= point[s.name]) and (hi is None or point[s.name] <= hi)
                for s, (lo, hi) in box.items() if s.name in point)
@@ -601,9 +605,15 @@ def _next_point(first: Trace, regions: list, box: dict, counterexample: dict, st
         found = _other_side(first, regions, where, strategy, timeout)
         if found is not None:
             return found
-    if inside(counterexample, nearby):
+    return nearer(F.disj(*regions), counterexample, nearby, strategy, timeout)
+
+
+def nearer(goal: F.Formula, counterexample: dict, nearby: dict, strategy: str, timeout: float) -> dict:
+    """A counterexample of ``goal`` inside ``nearby`` (``near``) where there is one, else
+    ``counterexample`` (one found over a wider box)."""
+    if _inside(counterexample, nearby):
         return counterexample
-    verdict = prove(F.disj(*regions), ranges=nearby, strategy=strategy, timeout=timeout)
+    verdict = prove(goal, ranges=nearby, strategy=strategy, timeout=timeout)
     return verdict.counterexample if verdict.refuted and verdict.counterexample else counterexample
 
 
