@@ -13,7 +13,9 @@ this for two traces:
    every shape proven equal over B's region, and the same dtypes.
 
 Integer arguments are read from the graph's own arithmetic (``ProgramTerms``),
-so they are what the program computes at run time.  Shapes come from torch's
+so they are what the program computes at run time; a value with no such
+reading (one ``item`` reads from a buffer) is compared by how it is computed:
+the same function of arguments that agree.  Shapes come from torch's
 metadata; B's hold on B's region (that is what B's trace established), and
 A's are proven equal to B's node by node, which makes them exact there too.
 Identities that copy (``pad``, ``contiguous``...) are only used where the
@@ -208,7 +210,12 @@ class _Normalizer:
                 uses.add(_base(self.refs[arg]))
                 return ("ref", self.refs[arg])
             if is_sym_node(arg):
-                syms.append(self.terms.value(arg))
+                try:
+                    syms.append(self.terms.value(arg))
+                except Unreadable:
+                    ref = self.opaque(arg)
+                    uses.add(ref)
+                    return ("ref", ref)
                 uses.update(self.tensor_reads(arg))
                 return ("sym",)
             raise Unreadable(f"argument {arg.format_node()}")
@@ -222,6 +229,18 @@ class _Normalizer:
         if isinstance(arg, _CONSTANTS):
             return ("const", type(arg).__name__, repr(arg))
         raise Unreadable(f"constant {arg!r}")
+
+    def opaque(self, node) -> tuple:
+        """A symbolic value with no exact term (read from a tensor's data by ``item``, or computed from
+        such a value) is kept as an op of its own: two programs agree on it when they compute it by the
+        same function from arguments that agree, whatever its value."""
+        if node not in self.refs:
+            syms: list = []
+            uses: set = set()
+            key = (str(node.target), self.encode(_arguments(node, None), syms, uses), _dtypes(node))
+            self.refs[node] = ("op", len(self.entries))
+            self.entries.append((key, syms, node, uses, False))
+        return self.refs[node]
 
     def tensor_reads(self, node) -> set:
         """The tensors whose shapes a symbolic value reads (they must stay, and be compared)."""
@@ -296,6 +315,12 @@ def _dtypes(node) -> tuple:
     val = node.meta.get("val")
     vals = val if isinstance(val, (list, tuple)) else [val]
     return tuple(str(v.dtype) if isinstance(v, torch.Tensor) else type(v).__name__ for v in vals)
+
+
+def _op(node) -> str:
+    """An op's name for reasons: ``aten.pad.default``, ``add``, ``sym_ite``."""
+    target = node.target
+    return str(target) if isinstance(target, OpOverload) else getattr(target, "__name__", str(target))
 
 
 def _where(node) -> str:
@@ -379,19 +404,19 @@ def _compare(ta: ProgramTerms, na: _Normal, tb: ProgramTerms, nb: _Normal) -> li
     obligations: list[F.Formula] = []
     for i, (ka, kb) in enumerate(zip(na.keys, nb.keys)):
         if not _match(ka, kb, tb, nb, obligations):
-            raise _Mismatch(f"op {i}: {na.nodes[i].target} ({_where(na.nodes[i])}) where the other program "
-                            f"has {nb.nodes[i].target} ({_where(nb.nodes[i])})", na.nodes[i])
+            raise _Mismatch(f"op {i}: {_op(na.nodes[i])} ({_where(na.nodes[i])}) where the other program "
+                            f"has {_op(nb.nodes[i])} ({_where(nb.nodes[i])})", na.nodes[i])
     if len(na.keys) != len(nb.keys):
         longer, n = (na, len(nb.keys)) if len(na.keys) > len(nb.keys) else (nb, len(na.keys))
         side = "the serving program" if longer is na else "the served program"
-        raise _Mismatch(f"{side} has {longer.nodes[n].target} ({_where(longer.nodes[n])}), the other not",
+        raise _Mismatch(f"{side} has {_op(longer.nodes[n])} ({_where(longer.nodes[n])}), the other not",
                         longer.nodes[n] if longer is na else None)
     if not _match(na.output, nb.output, tb, nb, obligations):
         raise _Mismatch("different outputs")
     for i, (sa, sb) in enumerate(zip(na.syms, nb.syms)):
         for a, b in zip(sa, sb):
             if isinstance(a, Integer) and isinstance(b, Integer) and a != b:
-                raise _Mismatch(f"op {i}: {na.nodes[i].target} ({_where(na.nodes[i])}) takes {a} where "
+                raise _Mismatch(f"op {i}: {_op(na.nodes[i])} ({_where(na.nodes[i])}) takes {a} where "
                                 f"the other program's takes {b}")
         obligations += [_equal(a, b) for a, b in zip(sa, sb) if a != b]
     for pa, pb in zip(na.inputs + na.nodes, nb.inputs + nb.nodes):

@@ -7,7 +7,8 @@ arithmetic such as ``math.ceil(T / 16)`` on IEEE doubles), the way the
 program computes it at run time, and every tensor's shape and strides are
 torch's symbolic ones (``node.meta["val"]``) converted through the sympy
 bridge.  Anything without an exact reading (data-dependent sizes, ops
-outside the table) raises ``Unreadable``; callers then keep the traces apart.
+outside the table) raises ``Unreadable``; ``merge.py`` then compares such a
+value by the op and arguments that compute it, or keeps the traces apart.
 """
 from __future__ import annotations
 

@@ -230,3 +230,33 @@ def test_a_copy_merges_when_the_graph_writes_in_place_only_to_memory_it_does_not
     assert answer.ok, answer.reason
     set_input_checks(a)
     assert _eager_agrees(a.program, model, [(2, t, 3) for t in T_ON_B + T_ON_A])
+
+
+class ScaledByABuffer(torch.nn.Module):
+    """Pads T to a multiple of 4 when needed, then scales by ``k.item() + step``, where ``step`` is 1 on the
+    padding side and ``other_step`` on the other: a value read from tensor data, with no term over T."""
+
+    def __init__(self, other_step):
+        super().__init__()
+        self.other_step = other_step
+        self.register_buffer("k", torch.tensor(3))
+
+    def forward(self, x):
+        t = x.shape[1]
+        if t % 4:
+            x = F_nn.pad(x, (0, 0, 0, (4 - t % 4) % 4))
+        x = x * (self.k.item() + (1 if t % 4 else self.other_step))
+        return x[:, :t].mean(1)
+
+
+@pytest.mark.parametrize("other_step,merges", [(1, True), (2, False)])
+def test_a_value_read_from_tensor_data_merges_only_where_both_programs_compute_it_alike(other_step, merges):
+    model = ScaledByABuffer(other_step).eval()
+    a, b = _traces(model, torch.randn(2, 5, 3), ({1: Dim("T", min=4, max=40)},), {"T": 8})
+    assert any(n.target is aten.item.default for n in a.program.graph.nodes)
+    answer = serves(a, b, a.ranges)
+    assert answer.ok is merges, answer.reason
+    if not merges:
+        assert "add (" in answer.reason and "takes 1 where the other program's takes 2" in answer.reason
+    set_input_checks(a)
+    assert _eager_agrees(a.program, model, [(2, t, 3) for t in T_ON_B]) is merges

@@ -324,6 +324,39 @@ def test_float_size_arithmetic_that_differs_on_the_other_region_keeps_the_progra
     _check_lengths(package, model, LENGTHS)
 
 
+class MinimumFromABuffer(torch.nn.Module):
+    """A length compared with a buffer (the program reads the buffer and asserts the outcome it was
+    traced with, encodec's reflect-pad guard), then pad T to a multiple of 4 only when needed."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("shortest", torch.tensor(3))
+        self.proj = torch.nn.Linear(16, 16)
+
+    def forward(self, x):  # (B, T, 4)
+        b, t, _ = x.shape
+        if t < self.shortest:
+            x = x * 0
+        pad = (4 - t % 4) % 4
+        if pad:
+            x = F_nn.pad(x, (0, 0, 0, pad))
+        y = self.proj(x.reshape(b, -1, 16)).reshape(b, -1, 4)
+        if pad:
+            y = y[:, :t]
+        return y
+
+
+def test_values_read_from_tensor_data_agree_when_both_programs_compute_them_alike():
+    """Both programs assert on a value read from a buffer (no term over the input sizes); the padding
+    program still serves the sizes that need no padding, since it reads the same value the same way."""
+    model = MinimumFromABuffer().eval()
+    result = shapeproof.export_with_report(model, (torch.randn(3, 10, 4),),
+                                           dynamic_shapes=({1: Dim("T", min=4, max=96)},))
+    assert isinstance(result.program, torch.export.ExportedProgram)
+    assert result.regions.covered and len(result.regions.regions) == 1 and result.regions.merges
+    _check_lengths(result.program, model, (4, 96, 5, 7, 8, 9, 16, 17, 40, 57, 95))
+
+
 class FrameStack(torch.nn.Module):
     """``if T % 4: pad by 4 - T % 4`` (4, not 0, where ``T % 4 == 0``: a genuine second path), then stack
     four frames: the reshape's ``T // 4`` also guards ``!= 1`` (sizes 2 and 3)."""
