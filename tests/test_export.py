@@ -150,3 +150,30 @@ def test_a_derived_dim_rejects_sizes_that_are_not_multiples():
         assert torch.equal(program.module()(y), model(y))
         with pytest.raises(AssertionError, match=r"% 4 == 0"):
             program.module()(torch.randn(2, 9))
+
+
+def test_the_objects_alive_before_an_export_are_frozen_out_of_collections_during_it_and_thawed_after():
+    import gc
+
+    seen = []
+
+    class Records(torch.nn.Module):
+        def forward(self, x):
+            seen.append(gc.get_freeze_count())
+            return x * 2
+
+    spec = ({0: torch.export.Dim("n")},)
+    assert gc.get_freeze_count() == 0
+    shapeproof.export(Records(), (torch.randn(3, 4),), dynamic_shapes=spec)
+    assert seen and all(count > 0 for count in seen)
+    assert gc.get_freeze_count() == 0
+    # a process that froze objects itself keeps them frozen: the export leaves freezing to it
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        seen.clear()
+        shapeproof.export(Records(), (torch.randn(3, 4),), dynamic_shapes=spec)
+        # neither thawed nor frozen again (that would take in the thousands of objects made since)
+        assert seen and all(abs(count - frozen) < 100 for count in seen + [gc.get_freeze_count()])
+    finally:
+        gc.unfreeze()
