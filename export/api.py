@@ -237,6 +237,11 @@ def _restriction_notes(engine: ShapeEnv, report: GuardReport, split: bool) -> li
                      "(as torch.export does): " + "; ".join(f"{engine.render(v.lifted)} ({v.guard.where})"
                                                         for v in branches)
                      + ("" if split else "; export with split=True to cover the other side of a branch too"))
+    if report.pinned_together:
+        sizes = ", ".join(f"{label} = {size}" for label, size in report.pinned_together)
+        notes.append("the program's input checks accept one size only of these Dim.DYNAMIC dims, though no "
+                     "single check says so (torch.export exports some such programs without a word): "
+                     f"{sizes}; declare them Dim.STATIC, or change the code that needs that size")
     return notes
 
 

@@ -59,6 +59,8 @@ class GuardReport:
     # refuted guards on dims the spec lets export narrow (Dim.AUTO/DYNAMIC, relations between named dims):
     # not errors, but input checks of the program, as torch.export keeps them
     restrictions: list[Violation] = field(default_factory=list)
+    # Dim.DYNAMIC dims (label, size) the restrictions together leave one size (torch exports them silently)
+    pinned_together: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -218,11 +220,42 @@ def _pinned(env: EnvView, restrictions: list[Violation], strategy: str, timeout:
             pinned.update((id(v), sym) for v in restrictions if sym in v.lifted.free_symbols)
             continue
         own = [v for v in restrictions if v.lifted.free_symbols == {sym}]
-        only_hint = S.disj(S.neg(S.conj(*(v.lifted for v in own))), S.eq(sym, info.hint))
-        if own and env.solver.prove(only_hint, ranges={sym: info.range}, strategy=strategy,
-                                    timeout=timeout).proven:
+        if own and _only_the_example(env, sym, own, strategy, timeout):
             pinned.update((id(v), sym) for v in own)
     return pinned
+
+
+def _pinned_together(env: EnvView, restrictions: list[Violation], strategy: str,
+                     timeout: float) -> list[tuple[str, int]]:
+    """``Dim.DYNAMIC`` dims (label, size) that restrictions over several dims leave a single size together.
+
+    torch.export exports these without a word (pixel_unshuffle's conv check
+    ``C*(H//(H//2))*(W//(W//2)) == 12``, with ``H//2 != 1`` and ``W//2 != 1``,
+    accepts only ``C = 3``, which no single guard says); shapeproof exports
+    them too, and says so.  (torch fails where a later op makes it replace
+    ``C`` by 3; shapeproof exports that program as well, with the warning.)
+    """
+    found = []
+    for sym, info in env.symbols.items():
+        if info.kind is not DimKind.DYNAMIC or info.hint is None or info.fixed is not None:
+            continue
+        mentioning = [v for v in restrictions if sym in v.lifted.free_symbols]
+        if not any(len(v.lifted.free_symbols) > 1 for v in mentioning):
+            continue
+        shared = set().union(*(v.lifted.free_symbols for v in mentioning))
+        context = [v for v in restrictions if v.lifted.free_symbols <= shared]
+        if _only_the_example(env, sym, context, strategy, timeout):
+            found.append((info.label, info.hint))
+    return found
+
+
+def _only_the_example(env: EnvView, sym: Symbol, restrictions: list[Violation], strategy: str,
+                      timeout: float) -> bool:
+    """Whether the solver shows that ``restrictions`` together allow ``sym`` only its example's size."""
+    syms = set().union(*(v.lifted.free_symbols for v in restrictions))
+    only_hint = S.disj(S.neg(S.conj(*(v.lifted for v in restrictions))), S.eq(sym, env.symbols[sym].hint))
+    return env.solver.prove(only_hint, ranges={s: env.symbols[s].range for s in syms}, strategy=strategy,
+                            timeout=timeout).proven
 
 
 def _static_fix(env: EnvView, sym: Symbol) -> Fix:
@@ -274,5 +307,6 @@ def produce_guards(env: EnvView, strategy="cascade", timeout: float = 2.0) -> Gu
         if id(violation) in pinned and not any(f.kind == "static" for f in violation.fixes):
             violation.fixes.insert(0, _static_fix(env, pinned[id(violation)]))
     combined = joint_fixes(env, violations, timeout) if violations else None
+    together = _pinned_together(env, restrictions, strategy, timeout) if not violations else []
     return GuardReport(list(env.guards), violations, unproven, zero_one, list(env.specialized), combined,
-                       restrictions)
+                       restrictions, together)

@@ -348,3 +348,42 @@ def test_a_time_budget_stops_the_region_search():
     assert "time budget ran out after 1 traces" in str(err.value)
     program = shapeproof.export(Parity(), (torch.randn(4),), dynamic_shapes={"x": {0: Dim("n")}}, split=True)
     assert len(program.programs) == 2
+
+
+class UnshuffleConv(torch.nn.Module):
+    """pixel_unshuffle(2) then a conv that takes 12 channels: only C = 3 works, which torch reads off no
+    single guard (the conv's check is ``C*(H//(H//2))*(W//(W//2)) == 12``, with ``H//2 != 1``...)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(12, 4, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(torch.nn.functional.pixel_unshuffle(x, 2))
+
+
+def test_a_dynamic_dim_that_checks_over_several_dims_leave_one_size_exports_like_torch_with_a_warning():
+    """torch.export exports this without a word (no single guard says ``C == 3``); shapeproof exports the
+    same program (both reject C = 4) and warns that its checks accept one size of the Dim.DYNAMIC dim."""
+    model = UnshuffleConv().eval()
+    spec = {"x": {0: DYNAMIC, 1: DYNAMIC, 2: DYNAMIC, 3: DYNAMIC}}
+    args = (torch.randn(2, 3, 8, 12),)
+    theirs = _torch(model, args, spec)
+    with pytest.warns(UserWarning, match=r"accept one size only of these Dim.DYNAMIC.*: x.size\(1\) = 3;"):
+        ours = shapeproof.export(model, args, dynamic_shapes=spec)
+    x = torch.randn(3, 3, 6, 10)
+    with torch.no_grad():
+        assert torch.allclose(ours.module()(x), model(x), atol=1e-6)
+    for program in (theirs, ours):
+        with pytest.raises(Exception):
+            program.module()(torch.randn(3, 4, 6, 10))
+
+
+def test_no_warning_when_the_checks_leave_the_dynamic_dim_more_than_one_size():
+    """The same checks with the channel dim static: nothing is pinned, and nothing is said of it."""
+    model = UnshuffleConv().eval()
+    spec = {"x": {0: DYNAMIC, 2: DYNAMIC, 3: DYNAMIC}}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        shapeproof.export(model, (torch.randn(2, 3, 8, 12),), dynamic_shapes=spec)
+    assert not [w for w in caught if "accept one size only" in str(w.message)]
