@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import inspect
 import threading
 import time
 import warnings
@@ -127,7 +128,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
             return ExportError(report, [first.engine.explain(v) for v in report.violations],
                                first.engine.notes + list(notes), first.failure, engine=first.engine,
                                seconds=time.perf_counter() - start, model_name=name, regions=list(regions),
-                               narrowing=narrowing)
+                               narrowing=narrowing, input_names=_input_names(model, args, kwargs))
 
         if report.specialized:
             raise error() from first.failure
@@ -204,6 +205,15 @@ def _serving(search: RegionSearch) -> ExportedProgram:
     set_input_checks(program)
     assert program.program is not None, "a region's traces gave programs"
     return program.program
+
+
+def _input_names(model, args, kwargs) -> tuple[str, ...]:
+    """The inputs of ``model.forward`` in the order a positional ``dynamic_shapes`` lists them (torch binds
+    the call to the signature); none when the call does not bind."""
+    try:
+        return tuple(inspect.signature(model.forward).bind(*args, **(kwargs or {})).arguments)
+    except (TypeError, ValueError):
+        return ()
 
 
 def _warn(notes: list[str]) -> list[str]:
@@ -331,9 +341,9 @@ def suggest_dynamic_shapes(error: ExportError, dynamic_shapes):
     first trace's guards (``error.narrowing``, verified), that is applied.
     """
     if error.narrowing is not None:
-        return apply_fixes(dynamic_shapes, error.narrowing.fixes)
+        return apply_fixes(dynamic_shapes, error.narrowing.fixes, error.input_names)
     if error.report.combined_fixes is not None:
-        return apply_fixes(dynamic_shapes, error.report.combined_fixes)
+        return apply_fixes(dynamic_shapes, error.report.combined_fixes, error.input_names)
     fixes = [next(f for f in ex.fixes if f.kind != "rewrite") for ex in error.violations
              if any(f.kind != "rewrite" for f in ex.fixes)]
-    return apply_fixes(dynamic_shapes, fixes)
+    return apply_fixes(dynamic_shapes, fixes, error.input_names)

@@ -30,8 +30,9 @@ class ExportError(UserError):
     def __init__(self, report: GuardReport, violations: list[Explanation], notes: list[str],
                  cause: BaseException | None = None, *, engine: ShapeEnv | None = None,
                  seconds: float | None = None, model_name: str = "", regions: list | None = None,
-                 narrowing=None):
+                 narrowing=None, input_names: tuple[str, ...] = ()):
         self.report = report
+        self.input_names = input_names      # the model's inputs in call order, to place fixes in a spec
         self.violations = violations
         self.notes = notes
         self.cause = cause

@@ -8,6 +8,7 @@ tracing, and rebuilds them with a violation's fixes applied.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 from torch.export import Dim, ShapesCollection
@@ -61,12 +62,19 @@ def dim_specs(spec) -> dict[str, DimSpec]:
     return found
 
 
-def apply_fixes(spec, fixes) -> Any:
+def apply_fixes(spec, fixes, input_names: tuple[str, ...] = ()) -> Any:
     """``spec`` with the given verified fixes applied, combined per dim by intersection.
 
     Each fix makes its own guard hold on a subset of the dim's values, so the
     intersection of several fixes on one dim makes all of their guards hold.
+    A static fix of a ``Dim.AUTO``/``DYNAMIC`` dim names it by its input
+    (``x.size(1)``); ``input_names`` (the model's, in call order) place it in
+    a positional spec.
     """
+    for fix in fixes:
+        found = _INPUT_DIM.match(fix.dim) if fix.kind == "static" else None
+        if found is not None:
+            spec = _declared_static(spec, found["name"], int(found["dim"]), input_names)
     by_dim: dict[str, list] = {}
     for fix in fixes:
         if fix.kind != "rewrite":
@@ -101,6 +109,30 @@ def apply_fixes(spec, fixes) -> Any:
         return m * root + r if r else m * root
 
     return map_dims(spec, replace)
+
+
+# an input's own dim, as labels name a dim declared Dim.AUTO/DYNAMIC (nested inputs are not placed)
+_HINT = type(Dim.AUTO)     # Dim.AUTO, DYNAMIC and STATIC
+_INPUT_DIM = re.compile(r"^(?P<name>[A-Za-z_]\w*)\.size\((?P<dim>\d+)\)$")
+
+
+def _declared_static(spec, name: str, dim: int, input_names: tuple[str, ...]):
+    """``spec`` with dim ``dim`` of input ``name`` static, where it is declared by a ``Dim.AUTO``/``DYNAMIC``
+    hint (a named ``Dim`` is fixed by its name)."""
+    if isinstance(spec, dict) and name in spec:
+        return {**spec, name: _static_dim(spec[name], dim)}
+    if isinstance(spec, (list, tuple)) and name in input_names and input_names.index(name) < len(spec):
+        i = input_names.index(name)
+        return type(spec)(_static_dim(v, dim) if j == i else v for j, v in enumerate(spec))
+    return spec
+
+
+def _static_dim(entry, dim: int):
+    if isinstance(entry, dict) and isinstance(entry.get(dim), _HINT):
+        return {k: v for k, v in entry.items() if k != dim}          # a dim left out is static
+    if isinstance(entry, (list, tuple)) and dim < len(entry) and isinstance(entry[dim], _HINT):
+        return type(entry)(None if j == dim else v for j, v in enumerate(entry))
+    return entry
 
 
 def _inf(value):

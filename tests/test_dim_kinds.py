@@ -340,6 +340,21 @@ def test_a_dynamic_dim_that_int_specializes_is_an_error_with_the_fix():
     assert any(f.kind == "static" for ex in err.value.violations for f in ex.fixes)
 
 
+@pytest.mark.parametrize("spec", [{"x": {2: DYNAMIC, 3: DYNAMIC}}, ({2: DYNAMIC, 3: DYNAMIC},),
+                                  [[None, None, DYNAMIC, DYNAMIC]]], ids=["by name", "positional", "lists"])
+def test_the_suggested_spec_makes_the_dynamic_dims_the_code_fixes_static_and_exports(spec):
+    example = torch.randn(1, 3, 8, 8)
+    with pytest.raises(ExportError) as err:
+        shapeproof.export(IntSize(), (example,), dynamic_shapes=spec)
+    fixed = shapeproof.suggest_dynamic_shapes(err.value, spec)
+    entry = fixed["x"] if isinstance(fixed, dict) else fixed[0]
+    static = (lambda d: d not in entry) if isinstance(entry, dict) else (lambda d: entry[d] is None)
+    assert static(2) and static(3)                          # int(...) specializes both
+    assert spec != fixed                                    # the caller's spec is left as it was
+    program = shapeproof.export(IntSize(), (example,), dynamic_shapes=fixed)
+    assert torch.allclose(program.module()(example), IntSize()(example))
+
+
 def test_a_time_budget_stops_the_region_search():
     """issue 17: a caller bounds the whole search; with no time left no second trace starts."""
     with pytest.raises(ExportError) as err:
