@@ -53,6 +53,7 @@ from .rnn_shapes import symbolic_rnns
 from .size_asserts import sizes_checked_against_inputs
 from .loop_bodies import loop_bodies_unfollowed
 from .size_tracking import SizeTracker
+from .sym_expr_cache import cached_sym_exprs
 from .symbolic_range import symbolic_ranges
 from .sympy_bridge import UnsupportedExpression, bounds_of, to_condition, to_term
 from .torch_internals import (
@@ -509,5 +510,5 @@ def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None
 @contextmanager
 def _traced(context: TracingContext):
     with tracing(context), exact_cancellation(), symbolic_ranges(), symbolic_rnns(), loop_bodies_unfollowed():
-        with sizes_checked_against_inputs():
+        with sizes_checked_against_inputs(), cached_sym_exprs():
             yield

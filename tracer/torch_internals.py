@@ -22,6 +22,7 @@ from torch._subclasses.fake_tensor import (
 from torch.export._draft_export import DraftExportReport
 from torch.export.dynamic_shapes import _DerivedDim as DerivedDim
 from torch.export.exported_program import _convert_guards_to_code as convert_guards_to_code
+from torch.fx.experimental.sym_node import SymNode
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, RelaxedUnspecConstraint
 from torch.fx.experimental.symbolic_shapes import StrictMinMaxConstraint, uninteresting_files
 from torch.fx.experimental.symbolic_shapes import ShapeEnv as TorchShapeEnv
@@ -54,7 +55,7 @@ PINNED = {
     "DynamicOutputShapeException": DynamicOutputShapeException,
     "UnsupportedOperatorException": UnsupportedOperatorException,
     "compiling_state_context": compiling_state_context,
-    "RoundToInt": RoundToInt,
+    "RoundToInt": RoundToInt, "SymNode": SymNode,
 }
 # Private ATen operators (a leading underscore), each pinned by the name torch prints it with.
 _aten = torch.ops.aten
@@ -117,6 +118,8 @@ LOWER_ASSERTS = ("apply_runtime_assertion_pass", "insert_deferred_runtime_assert
 # unreplaced expression, a fake tensor's constant and mode, operators' Python kernel tables, and the
 # message insert_deferred_runtime_asserts gives each runtime assert.
 SYM_NODE_UNREPLACED_EXPRESSION = "_expr"
+# sym_expr_cache reads the replaced-expression cache of SymNode.expr
+SYM_NODE_EXPRESSION_CACHE = ["_expr_cache", "_expr_ver"]
 FAKE_TENSOR_ATTRIBUTES = ["constant", "fake_mode"]
 OPERATOR_KERNEL_TABLES = ["py_kernels", "python_key_table", "_dispatch_cache"]
 RUNTIME_ASSERT_MESSAGE = "Runtime assertion failed for expression {ra.expr} on node"
