@@ -30,6 +30,20 @@ def test_overridden_shape_env_method_keeps_its_parameters(method):
     assert method in EngineShapeEnv.__dict__, f"EngineShapeEnv no longer overrides {method}"
 
 
+_FAKE_MODE_METHODS = {**door.OVERRIDDEN_FAKE_MODE_METHODS, **door.CALLED_FAKE_MODE_METHODS}
+
+
+@pytest.mark.parametrize("method", sorted(_FAKE_MODE_METHODS))
+def test_fake_mode_method_keeps_its_parameters(method):
+    from shapeproof.tracer.fake_mode import EngineFakeTensorMode
+
+    expected = _FAKE_MODE_METHODS[method]
+    params = inspect.signature(getattr(door.FakeTensorMode, method)).parameters
+    assert list(params)[1:] == expected, f"FakeTensorMode.{method} changed its parameters: {list(params)}"
+    if method in door.OVERRIDDEN_FAKE_MODE_METHODS:
+        assert method in EngineFakeTensorMode.__dict__, f"EngineFakeTensorMode no longer overrides {method}"
+
+
 def test_shape_env_attributes_we_read_exist():
     env = EngineShapeEnv(tracked_fakes=[])
     for name in door.READ_SHAPE_ENV_ATTRIBUTES:

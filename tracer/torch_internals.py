@@ -103,6 +103,9 @@ OVERRIDDEN_SHAPE_ENV_METHODS = {
     "_get_user_frame": [],
     "_set_replacement": ["a", "tgt", "msg"],
 }
+# FakeTensorMode methods EngineFakeTensorMode overrides (fake_mode: views skip the dispatch cache) or calls.
+OVERRIDDEN_FAKE_MODE_METHODS = {"_cached_dispatch_impl": ["func", "types", "args", "kwargs"]}
+CALLED_FAKE_MODE_METHODS = {"_dispatch_impl": ["func", "types", "args", "kwargs"]}
 # ShapeEnv attributes EngineShapeEnv and the region search read (the size tracker also resets a bound
 # symbol's var_to_range).
 READ_SHAPE_ENV_ATTRIBUTES = ["guards", "deferred_runtime_asserts", "var_to_range",
