@@ -9,12 +9,12 @@
 * view ops skip torch's fake-tensor cache.  A view's output is metadata
   computed from its input; torch's cache recomputes that metadata symbolically
   to check every new entry and to rebuild the output on a hit, so a view pays
-  about twice on a miss and saves little on a hit.  Over a Swin export, view
-  misses were 13 s of 27 s spent dispatching (a view with padded-window
-  sizes took 50 ms); skipping them took an export from 17 s to 12.7 s, Llama
-  from 1.0 s to 0.8 s, and ViT from 2.0 s to 1.7 s (medians of 3), while
-  turning the cache off altogether made ViT slower (2.5 s): its hits on
-  decomposed ops (layer norm, bicubic index math) are worth keeping.
+  about twice on a miss and saves little on a hit.  In a Swin trace a view
+  over padded-window sizes took 50 ms a miss; skipping the cache for views
+  took that export from 17 s to 12.7 s, Llama from 1.0 s to 0.8 s, and ViT
+  from 2.0 s to 1.7 s (medians of 3), while turning the cache off altogether
+  made ViT slower (2.5 s): its hits on decomposed ops (layer norm, bicubic
+  index math) are worth keeping.
   Skipping the cache changes no result: torch bypasses it for many ops.
 
 torch looks up the Python rules of operators (higher-order operators such
