@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import gc
-import inspect
 import threading
 import time
 import warnings
@@ -20,8 +19,8 @@ from shapeproof.tracer.module_state import ModuleState
 from .errors import ExportError
 from .narrow import widest_single_program
 from .regions import (
-    TRACES_PER_REGION, RegionSearch, data_dependent_cause, python_guard, search_regions, set_input_checks,
-    trace, variable_sources,
+    TRACES_PER_REGION, RegionSearch, bound_arguments, data_dependent_cause, python_guard, search_regions,
+    set_input_checks, trace, variable_sources,
 )
 from .specs import apply_fixes, normalize_spec
 from .split import SplitProgram, split_program
@@ -211,7 +210,7 @@ def _input_names(model, args, kwargs) -> tuple[str, ...]:
     """The inputs of ``model.forward`` in the order a positional ``dynamic_shapes`` lists them (torch binds
     the call to the signature); none when the call does not bind."""
     try:
-        return tuple(inspect.signature(model.forward).bind(*args, **(kwargs or {})).arguments)
+        return tuple(bound_arguments(model, args, kwargs).arguments)
     except (TypeError, ValueError):
         return ()
 

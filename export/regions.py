@@ -342,7 +342,8 @@ def data_dependent_cause(exc: BaseException | None) -> TorchDataDependentError |
 
 # ---------------------------------------------------------------------------- inputs at a point
 
-def _bound_arguments(model, args: tuple, kwargs: dict | None) -> inspect.BoundArguments:
+def bound_arguments(model, args: tuple, kwargs: dict | None) -> inspect.BoundArguments:
+    """The call bound to ``model.forward``'s signature, as torch binds it to read ``dynamic_shapes``."""
     return inspect.signature(model.forward).bind(*args, **(kwargs or {}))
 
 
@@ -358,7 +359,7 @@ def inputs_at(model, args: tuple, kwargs: dict | None, sizes: dict[str, int]) ->
     Non-strict export replaces inputs by fake tensors, so only shapes and
     dtypes matter; values are zeros (``lazy_zeros``).
     """
-    bound = _bound_arguments(model, args, kwargs)
+    bound = bound_arguments(model, args, kwargs)
     leaves, treespec = pytree.tree_flatten_with_path(dict(bound.arguments))
     new_leaves = []
     for path, leaf in leaves:
