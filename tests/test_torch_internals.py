@@ -4,6 +4,7 @@ import inspect
 from pathlib import Path
 
 import pytest
+import sympy
 import torch
 
 from shapeproof.tracer import torch_internals as door
@@ -135,6 +136,13 @@ def test_sym_nodes_keep_their_unreplaced_expression():
 
     assert f"s.node.{door.SYM_NODE_UNREPLACED_EXPRESSION}" in inspect.getsource(
         symbolic_shapes._free_unbacked_symbols_with_path)
+
+
+def test_sym_nodes_keep_the_cache_of_their_replaced_expression():
+    """sym_expr_cache reads these attributes of every SymNode."""
+    node = door.SymNode(sympy.Symbol("s0", integer=True), door.TorchShapeEnv(), int, 2)
+    for name in door.SYM_NODE_EXPRESSION_CACHE:
+        assert hasattr(node, name), name
 
 
 def test_fake_tensors_keep_constant_and_mode():
