@@ -25,7 +25,7 @@ import sympy
 from sympy import Expr, Integer, Symbol
 
 from .nodes import term_may_raise
-from .terms import as_term, divisors, expanded, term_str
+from .terms import as_term, divisors, expanded, symbols_in, term_str
 
 __all__ = [
     "Formula", "Rel", "And", "Or", "Const", "TRUE", "FALSE",
@@ -94,10 +94,7 @@ class Rel(_FormulaBase):
 
     @cached_property
     def free_symbols(self) -> frozenset[Symbol]:
-        syms = set(self.lhs.free_symbols) | set(self.rhs.free_symbols)
-        for d in self.divisors:
-            syms |= d.free_symbols
-        return frozenset(syms)
+        return symbols_in(self.lhs).union(symbols_in(self.rhs), *(symbols_in(d) for d in self.divisors))
 
     @cached_property
     def has_floats(self) -> bool:

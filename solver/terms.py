@@ -23,11 +23,13 @@ from .nodes import (
 __all__ = [
     "symbol", "as_term", "is_term", "FloorDiv", "Mod", "CeilDiv", "TruncDiv", "Min", "Max",
     "DIVISION_NODES", "divisors", "constant_divisors", "term_str", "trunc_div", "iter_nodes", "expanded",
+    "symbols_in",
 ]
 
 # expanded subterms kept across calls (all of them dropped at once past this many)
 _EXPANDED_KEPT = 50_000
 _expanded: dict[Expr, Expr] = {}
+_symbols: dict[Expr, frozenset] = {}
 
 
 def symbol(name: str) -> Symbol:
@@ -54,6 +56,24 @@ def expanded(term: Expr) -> Expr:
         if len(_expanded) >= _EXPANDED_KEPT:
             _expanded.clear()
         _expanded[term] = found
+    return found
+
+
+def symbols_in(term: Expr) -> frozenset[Symbol]:
+    """``term.free_symbols``, each distinct subterm's remembered across calls.
+
+    sympy walks the whole tree on every call; a Swin trace builds thousands of
+    relations over the same nested padded sizes.  A class with its own rule
+    (a symbol, anything binding variables) answers for itself.
+    """
+    if term.is_Atom or type(term).free_symbols is not sympy.Basic.free_symbols:
+        return frozenset(term.free_symbols)
+    found = _symbols.get(term)
+    if found is None:
+        found = frozenset().union(*(symbols_in(a) for a in term.args))
+        if len(_symbols) >= _EXPANDED_KEPT:
+            _symbols.clear()
+        _symbols[term] = found
     return found
 
 

@@ -9,7 +9,7 @@ from torch.utils._sympy.value_ranges import ValueRanges
 
 from shapeproof.solver import evaluate_term, holds
 from shapeproof.tracer import torch_internals as T
-from shapeproof.tracer.sympy_bridge import UnsupportedExpression, bounds_of, to_condition, to_term
+from shapeproof.tracer.sympy_bridge import Conversions, UnsupportedExpression, bounds_of, to_condition, to_term
 
 s0 = sympy.Symbol("s0", integer=True, positive=True)
 s1 = sympy.Symbol("s1", integer=True, positive=True)
@@ -119,3 +119,18 @@ def test_each_relation_carries_only_the_divisors_of_its_own_sides():
     converter.condition(sympy.Lt(shared, 2))
     fact = converter.condition(sympy.Gt(s0, 5))
     assert fact.divisors == frozenset() and holds(fact, {"s0": 6, "x": 0})
+
+
+def test_remembered_conversions_equal_fresh_ones_divisors_included():
+    """A trace converts its questions through one ``Conversions``: each answer must equal a fresh
+    ``to_condition``, divisors included, whatever was converted before it (a relation after one with
+    ``s0 // x`` must not need ``x != 0``; one after it over the same subterm must)."""
+    shared = T.FloorDiv(s0, x)
+    questions = [sympy.Lt(shared, 2), sympy.Gt(s0, 5), sympy.Ne(shared + s1, 0),
+                 sympy.And(sympy.Eq(T.Mod(s0, 4), 0), sympy.Ge(shared, s1)), sympy.Le(s1, 3)]
+    conversions = Conversions({s0: "H"})
+    for q in questions + questions:
+        remembered, fresh = conversions.condition(q), to_condition(q, rename={s0: "H"})
+        assert remembered == fresh, q
+    assert conversions.condition(sympy.Le(s1, 3)).divisors == frozenset()
+    assert conversions.term(shared + 1) == to_term(shared + 1, rename={s0: "H"})

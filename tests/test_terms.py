@@ -97,3 +97,24 @@ def test_expanded_is_sympys_deep_expansion_and_remembers_subterms(text):
     inner = [a for a in sympy.preorder_traversal(term) if not a.is_Atom and a is not term]
     assert all(a in _expanded for a in inner)
     assert expanded(term) is expanded(term)
+
+
+@pytest.mark.parametrize("text", [
+    "((4 - ((1 + (H - H % 4) // 4) % 4)) % 4)*(2*(W + 3) - W)",
+    "max(1, (B*((H + 2)*(H - 2)) // 7))*(H + W)**2 - min(H, W // 3)*(H - W)",
+    "math.floor((H + 1)*(W - 1) / 2.5) + (2*(H + 1) - H) // (W*(W + 1) - W**2)",
+    "7",
+])
+def test_symbols_in_is_free_symbols_and_remembers_subterms(text):
+    """Relations read their symbols through ``symbols_in``: sympy's own set, every distinct subterm's
+    kept across calls (the remembered one is what a later relation over the same subterm gets)."""
+    import sympy
+
+    from shapeproof.solver.terms import _symbols, symbols_in
+
+    term = parse_term(text)
+    assert symbols_in(term) == term.free_symbols
+    inner = [a for a in sympy.preorder_traversal(term) if not a.is_Atom]
+    assert all(_symbols[a] == a.free_symbols for a in inner)
+    lam = sympy.Lambda(symbol("H"), symbol("H") + symbol("W"))       # a class with its own rule
+    assert symbols_in(lam) == {symbol("W")}

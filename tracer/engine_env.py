@@ -55,7 +55,7 @@ from .loop_bodies import loop_bodies_unfollowed
 from .size_tracking import SizeTracker
 from .sym_expr_cache import cached_sym_exprs
 from .symbolic_range import symbolic_ranges
-from .sympy_bridge import UnsupportedExpression, bounds_of, to_condition, to_term
+from .sympy_bridge import Conversions, UnsupportedExpression, bounds_of, to_term
 from .torch_internals import (
     FORCED_SPECIALIZATIONS, PRETTIFY_RESULTS, GuardOnDataDependentSymNode, OpOverload,
     RelaxedUnspecConstraint, StrictMinMaxConstraint, TorchShapeEnv, TracingContext, UserError, UserErrorType,
@@ -152,6 +152,18 @@ def _smaller_than(expr, limit: int) -> bool:
     return True
 
 
+def _has_symbols(expr) -> bool:
+    """``bool(expr.free_symbols)``, stopping at the first symbol (sympy collects all of them, walking the
+    whole of a large padded size for each question)."""
+    pending = [expr]
+    while pending:
+        e = pending.pop()
+        if isinstance(e, sympy.Symbol):
+            return True
+        pending.extend(e.args)
+    return False
+
+
 class EngineShapeEnv(TorchShapeEnv):
     """torch's ShapeEnv whose undecided questions go to ``engine``, and whose records it mirrors."""
 
@@ -164,6 +176,7 @@ class EngineShapeEnv(TorchShapeEnv):
         self._root_values: dict[str, tuple] = {}   # root Dim name -> (value, source that set it, its DimSpec)
         self._static_memo: dict = {}
         self._converted: dict = {}
+        self._conversions = (0, Conversions())       # (len(symbol_map) it was built at, memo)
         # guards torch recorded that the engine cannot read (kept as input checks)
         self.unmirrored: list = []
         self.mirrored: set[int] = set()  # indices into self.guards of guards the engine records and judges
@@ -298,10 +311,18 @@ class EngineShapeEnv(TorchShapeEnv):
         key = (expr, len(self.symbol_map))
         if key not in self._converted:
             try:
-                self._converted[key] = to_condition(expr, rename=self.symbol_map)
+                self._converted[key] = self.conversions().condition(expr)
             except UnsupportedExpression:
                 self._converted[key] = None
         return self._converted[key]
+
+    def conversions(self) -> Conversions:
+        """Memoized conversions under the symbols mapped so far (a mapped symbol keeps its term)."""
+        built_at, conversions = self._conversions
+        if built_at != len(self.symbol_map):
+            conversions = Conversions(self.symbol_map)
+            self._conversions = (len(self.symbol_map), conversions)
+        return conversions
 
     # torch declares it an lru_cache wrapper (the annotation of its _lru_cache decorator); the override is
     # a plain method, memoized by the engine's version below
@@ -314,7 +335,7 @@ class EngineShapeEnv(TorchShapeEnv):
                 axioms=axioms, var_to_range=var_to_range)
 
         if (unbacked_only or compute_hint or var_to_range is not None
-                or not isinstance(expr, sympy.logic.boolalg.Boolean) or not expr.free_symbols):
+                or not isinstance(expr, sympy.logic.boolalg.Boolean) or not _has_symbols(expr)):
             return torch_static()
         if self._producing_guards and isinstance(expr, sympy.Eq) and axioms is None:
             # torch enforcing a declared equality between inputs (a shared Dim): the engine knows

@@ -28,7 +28,7 @@ from shapeproof.solver import FloorDiv, Kind, Mod, floats as FL, rows_named, sym
 
 from . import torch_internals as T
 
-__all__ = ["UnsupportedExpression", "to_term", "to_condition", "bounds_of"]
+__all__ = ["Conversions", "UnsupportedExpression", "to_term", "to_condition", "bounds_of"]
 
 
 class UnsupportedExpression(ValueError):
@@ -225,6 +225,28 @@ def to_term(expr, rename: Mapping | None = None) -> Expr:
 def to_condition(expr, rename: Mapping | None = None) -> S.Formula:
     """The shapeproof condition for a torch sympy boolean (Eq/Ne/Lt/.../And/Or/Not/true/false)."""
     return _Converter(rename).condition(expr)
+
+
+class Conversions:
+    """``to_term``/``to_condition`` under one fixed renaming, memoized across calls.
+
+    A trace asks about the same large subexpressions in many conditions (a
+    Swin trace's padded sizes occur in hundreds of them); converting each once
+    saves a tenth of such a trace.  Every memo entry carries its own divisors,
+    so a condition still gets exactly those of its own sides.  Build a new one
+    whenever the renaming changes.
+    """
+
+    def __init__(self, rename: Mapping | None = None):
+        self._converter = _Converter(rename)
+
+    def term(self, expr) -> Expr:
+        self._converter.divisors = set()
+        return self._converter.term(expr)
+
+    def condition(self, expr) -> S.Formula:
+        self._converter.divisors = set()
+        return self._converter.condition(expr)
 
 
 def bounds_of(value_range) -> tuple[int | None, int | None]:
