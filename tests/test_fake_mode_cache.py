@@ -1,6 +1,7 @@
-"""An engine trace's fake mode dispatches view ops around torch's fake-tensor cache, other ops through it."""
+"""An engine trace's fake mode dispatches views over divided sizes around torch's fake-tensor cache, other
+ops (and views over plain sizes) through it."""
 import torch
-from torch.fx.experimental.symbolic_shapes import ShapeEnv
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
 from shapeproof.tracer.fake_mode import EngineFakeTensorMode
 from shapeproof.tracer.torch_internals import FakeTensorMode
@@ -15,17 +16,30 @@ def _views(x):
     return [x.view(-1), x.t(), x.unsqueeze(0).expand(3, *x.shape), x[:, 1:], x.reshape(x.shape[1], -1)]
 
 
-def test_views_skip_the_cache_and_other_ops_use_it():
-    mode, x = _symbolic(EngineFakeTensorMode, (4, 6))
-    FakeTensorMode.cache_clear()
+def _dynamic(shape):
+    mode = EngineFakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
+    context = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC] * len(shape))
+    return mode, mode.from_tensor(torch.randn(*shape), symbolic_context=context)
+
+
+def test_views_over_divided_sizes_skip_the_cache_and_other_ops_use_it():
+    mode, x = _dynamic((8, 6))
     with mode:
-        _views(x)
-        _views(x)
+        half = x[: x.shape[0] // 2]                  # a view (slice) to a size with //
+        FakeTensorMode.cache_clear()
+        half.view(-1)
+        half.view(-1)
+        half.t()
     assert FakeTensorMode.cache_info().hits == 0 and FakeTensorMode.cache_info().misses == 0
     with mode:
+        x.view(-1)                                   # plain sizes: a transformer's identical layers hit
+        before = FakeTensorMode.cache_info()
+        x.view(-1)
+        assert FakeTensorMode.cache_info().hits == before.hits + 1
+        assert FakeTensorMode.cache_info().misses == before.misses
         x + 1
         x + 1
-    assert FakeTensorMode.cache_info().hits == 1 and FakeTensorMode.cache_info().misses == 1
+    assert FakeTensorMode.cache_info().hits == before.hits + 2
 
 
 def test_views_keep_torch_fake_metadata():
@@ -35,6 +49,20 @@ def test_views_keep_torch_fake_metadata():
         ours = _views(ex)
     with torch_mode:
         theirs = _views(tx)
+    for a, b in zip(ours, theirs):
+        assert str(a.shape) == str(b.shape) and str(a.stride()) == str(b.stride())
+        assert str(a.storage_offset()) == str(b.storage_offset())
+
+
+def test_views_over_divided_sizes_keep_torch_fake_metadata():
+    engine_mode, ex = _dynamic((8, 6))
+    torch_mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
+    tx = torch_mode.from_tensor(torch.randn(8, 6), symbolic_context=StatelessSymbolicContext(
+        dynamic_sizes=[DimDynamic.DYNAMIC] * 2))
+    with engine_mode:
+        ours = _views(ex[: ex.shape[0] // 2])
+    with torch_mode:
+        theirs = _views(tx[: tx.shape[0] // 2])
     for a, b in zip(ours, theirs):
         assert str(a.shape) == str(b.shape) and str(a.stride()) == str(b.stride())
         assert str(a.storage_offset()) == str(b.storage_offset())

@@ -9,7 +9,9 @@ from torch.utils._sympy.value_ranges import ValueRanges
 
 from shapeproof.solver import evaluate_term, holds
 from shapeproof.tracer import torch_internals as T
-from shapeproof.tracer.sympy_bridge import Conversions, UnsupportedExpression, bounds_of, to_condition, to_term
+from shapeproof.tracer.sympy_bridge import (
+    Conversions, UnsupportedExpression, bounds_of, to_condition, to_term,
+)
 
 s0 = sympy.Symbol("s0", integer=True, positive=True)
 s1 = sympy.Symbol("s1", integer=True, positive=True)

@@ -6,16 +6,19 @@
 * ``symbolic_rnns``: recurrent ops on its fake tensors get fake outputs
   without unrolling over time (``rnn_shapes``), so their sequence length
   stays symbolic;
-* view ops skip torch's fake-tensor cache.  A view's output is metadata
-  computed from its input; torch's cache recomputes that metadata symbolically
-  to check every new entry and to rebuild the output on a hit, so a view pays
-  about twice on a miss and saves little on a hit.  In a Swin trace a view
-  over padded-window sizes took 50 ms a miss; skipping the cache for views
-  took that export from 17 s to 12.7 s, Llama from 1.0 s to 0.8 s, and ViT
-  from 2.0 s to 1.7 s (medians of 3), while turning the cache off altogether
-  made ViT slower (2.5 s): its hits on decomposed ops (layer norm, bicubic
-  index math) are worth keeping.
-  Skipping the cache changes no result: torch bypasses it for many ops.
+* view ops over sizes with a division (``//``, ``%``, ``/``) skip torch's
+  fake-tensor cache.  A view's output is metadata computed from its input;
+  torch's cache recomputes that metadata symbolically to check every new
+  entry and to rebuild the output on a hit, which for such sizes costs more
+  than the view itself: in a Swin trace a view over padded-window sizes took
+  50 ms a miss, and skipping the cache for views took that export from 17 s
+  to 12.7 s and ViT's (patch counts ``H // 8``) from 2.0 s to 1.7 s (medians
+  of 3).  Views over plain products (a transformer's heads) stay cached: a
+  deep Llama's identical layers hit them, 5-8% of its export when all views
+  skipped the cache.  Turning the cache off altogether made ViT slower
+  (2.5 s): its hits on decomposed ops (layer norm, bicubic index math) are
+  worth keeping.  Skipping the cache changes no result: torch bypasses it for
+  many ops.
 
 torch looks up the Python rules of operators (higher-order operators such
 as ``cond`` and ``map``) by the exact mode class: this subclass takes the
@@ -26,7 +29,7 @@ from __future__ import annotations
 import torch
 
 from .size_tracking import SizeTracker
-from .torch_internals import FakeTensorMode, HigherOrderOperator, OpOverload
+from .torch_internals import DIVISION_FUNCTIONS, FakeTensorMode, HigherOrderOperator, OpOverload
 
 __all__ = ["EngineFakeTensorMode"]
 
@@ -38,6 +41,7 @@ class EngineFakeTensorMode(FakeTensorMode):
     def __init__(self, *, constants: dict[int, torch.Tensor] | None = None, **kwargs):
         super().__init__(**kwargs)
         self.size_tracker = SizeTracker(self.shape_env, constants)
+        self._division_memo: dict = {}     # sympy expression -> whether it has a division node
 
     def from_tensor(self, tensor, **kwargs):
         fake = super().from_tensor(tensor, **kwargs)
@@ -61,6 +65,25 @@ class EngineFakeTensorMode(FakeTensorMode):
         return out
 
     def _cached_dispatch_impl(self, func, types, args, kwargs):
-        if isinstance(func, OpOverload) and func.is_view:
+        if isinstance(func, OpOverload) and func.is_view and self._divides((args, kwargs)):
             return self._dispatch_impl(func, types, args, kwargs)
         return super()._cached_dispatch_impl(func, types, args, kwargs)
+
+    def _divides(self, value) -> bool:
+        """Whether a size in ``value`` (tensors' shapes, SymInts, nested in lists, tuples and dicts) has a
+        division node."""
+        if isinstance(value, torch.Tensor):
+            return any(self._divides(size) for size in value.shape)
+        if isinstance(value, torch.SymInt):
+            return _has_division(value.node.expr, self._division_memo)
+        if isinstance(value, dict):
+            value = list(value.values())
+        return isinstance(value, (list, tuple)) and any(self._divides(v) for v in value)
+
+
+def _has_division(expr, memo: dict) -> bool:
+    if isinstance(expr, int) or not expr.args:
+        return False
+    if expr not in memo:
+        memo[expr] = isinstance(expr, DIVISION_FUNCTIONS) or any(_has_division(a, memo) for a in expr.args)
+    return memo[expr]
