@@ -66,3 +66,12 @@ def test_views_over_divided_sizes_keep_torch_fake_metadata():
     for a, b in zip(ours, theirs):
         assert str(a.shape) == str(b.shape) and str(a.stride()) == str(b.stride())
         assert str(a.storage_offset()) == str(b.storage_offset())
+
+
+def test_a_nested_int_size_has_no_division_to_look_for():
+    """Jagged tensors' ragged sizes are SymInts without a sympy expression: a view of one goes through
+    the cache as torch would send it, rather than failing on the missing expression."""
+    ragged = torch.nested.nested_tensor([torch.randn(2, 4), torch.randn(3, 4)], layout=torch.jagged)
+    mode, x = _dynamic((8, 6))
+    assert not mode._divides((ragged.shape[1], [ragged.shape[1], 4]))
+    assert mode._divides(([x.shape[0] // 2],))

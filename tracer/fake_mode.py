@@ -29,7 +29,7 @@ from __future__ import annotations
 import torch
 
 from .size_tracking import SizeTracker
-from .torch_internals import DIVISION_FUNCTIONS, FakeTensorMode, HigherOrderOperator, OpOverload
+from .torch_internals import DIVISION_FUNCTIONS, FakeTensorMode, HigherOrderOperator, OpOverload, SymNode
 
 __all__ = ["EngineFakeTensorMode"]
 
@@ -74,8 +74,8 @@ class EngineFakeTensorMode(FakeTensorMode):
         division node."""
         if isinstance(value, torch.Tensor):
             return any(self._divides(size) for size in value.shape)
-        if isinstance(value, torch.SymInt):
-            return _has_division(value.node.expr, self._division_memo)
+        if isinstance(value, torch.SymInt):      # a nested int (jagged tensors) has no expression
+            return isinstance(value.node, SymNode) and _has_division(value.node.expr, self._division_memo)
         if isinstance(value, dict):
             value = list(value.values())
         return isinstance(value, (list, tuple)) and any(self._divides(v) for v in value)
