@@ -1,5 +1,5 @@
-"""An engine trace's fake mode dispatches views over divided sizes around torch's fake-tensor cache, other
-ops (and views over plain sizes) through it."""
+"""An engine trace's fake mode dispatches views around torch's fake-tensor cache until they recur (always
+over divided sizes), other ops through it."""
 import torch
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
@@ -22,22 +22,26 @@ def _dynamic(shape):
     return mode, mode.from_tensor(torch.randn(*shape), symbolic_context=context)
 
 
-def test_views_over_divided_sizes_skip_the_cache_and_other_ops_use_it():
+def test_views_use_the_cache_once_they_recur_never_over_divided_sizes_and_other_ops_always():
     mode, x = _dynamic((8, 6))
     with mode:
         half = x[: x.shape[0] // 2]                  # a view (slice) to a size with //
         FakeTensorMode.cache_clear()
-        half.view(-1)
-        half.view(-1)
-        half.t()
+        for _ in range(4):                           # recurring, and still not cached
+            half.view(-1)
+            half.t()
     assert FakeTensorMode.cache_info().hits == 0 and FakeTensorMode.cache_info().misses == 0
     with mode:
-        x.view(-1)                                   # plain sizes: a transformer's identical layers hit
-        before = FakeTensorMode.cache_info()
+        x.view(-1)                                   # plain sizes: once it recurs, the cache pays
         x.view(-1)
+        assert FakeTensorMode.cache_info().hits == 0 and FakeTensorMode.cache_info().misses == 0
+        x.view(-1)                                   # the third sighting fills the entry...
+        before = FakeTensorMode.cache_info()
+        assert before.misses > 0
+        x.view(-1)                                   # ...that the later ones hit
         assert FakeTensorMode.cache_info().hits == before.hits + 1
         assert FakeTensorMode.cache_info().misses == before.misses
-        x + 1
+        x + 1                                        # other ops: from the first call
         x + 1
     assert FakeTensorMode.cache_info().hits == before.hits + 2
 
@@ -46,10 +50,10 @@ def test_views_keep_torch_fake_metadata():
     engine_mode, ex = _symbolic(EngineFakeTensorMode, (4, 6))
     torch_mode, tx = _symbolic(FakeTensorMode, (4, 6))
     with engine_mode:
-        ours = _views(ex)
+        ours = [_views(ex) for _ in range(4)]        # around the cache, then through it
     with torch_mode:
         theirs = _views(tx)
-    for a, b in zip(ours, theirs):
+    for a, b in zip([v for views in ours for v in views], theirs * 4):
         assert str(a.shape) == str(b.shape) and str(a.stride()) == str(b.stride())
         assert str(a.storage_offset()) == str(b.storage_offset())
 

@@ -6,19 +6,21 @@
 * ``symbolic_rnns``: recurrent ops on its fake tensors get fake outputs
   without unrolling over time (``rnn_shapes``), so their sequence length
   stays symbolic;
-* view ops over sizes with a division (``//``, ``%``, ``/``) skip torch's
-  fake-tensor cache.  A view's output is metadata computed from its input;
-  torch's cache recomputes that metadata symbolically to check every new
-  entry and to rebuild the output on a hit, which for such sizes costs more
-  than the view itself: in a Swin trace a view over padded-window sizes took
-  50 ms a miss, and skipping the cache for views took that export from 17 s
-  to 12.7 s and ViT's (patch counts ``H // 8``) from 2.0 s to 1.7 s (medians
-  of 3).  Views over plain products (a transformer's heads) stay cached: a
-  deep Llama's identical layers hit them, 5-8% of its export when all views
-  skipped the cache.  Turning the cache off altogether made ViT slower
-  (2.5 s): its hits on decomposed ops (layer norm, bicubic index math) are
-  worth keeping.  Skipping the cache changes no result: torch bypasses it for
-  many ops.
+* views skip torch's fake-tensor cache unless they recur.  A view's output
+  is metadata computed from its input; torch's cache recomputes that
+  metadata symbolically to check every new entry and to rebuild the output
+  on a hit.  Measured per view: a miss costs about three dispatches without
+  the cache and a hit saves about a third of one, so the cache only repays
+  views that recur many times, such as a deep model's identical layers: a
+  view goes to the cache from its third sighting in a trace (same op, same
+  input metadata) and never when a size has a division (``//``, ``%``,
+  ``/``), where rebuilding is slowest (a Swin view over padded-window sizes
+  took 50 ms a miss).  Views of Llama's 32 layers: 2.7 s skipping the cache,
+  1.7 s this way; XLNet's 1.1 s skipping it, 1.4 s this way, 2.6 s when
+  every view without a division went to the cache.  Turning the cache off
+  altogether made ViT slower: its hits on decomposed ops (layer norm,
+  bicubic index math) are worth keeping.  Skipping the cache changes no
+  result: torch bypasses it for many ops.
 
 torch looks up the Python rules of operators (higher-order operators such
 as ``cond`` and ``map``) by the exact mode class: this subclass takes the
@@ -33,6 +35,9 @@ from .torch_internals import DIVISION_FUNCTIONS, FakeTensorMode, HigherOrderOper
 
 __all__ = ["EngineFakeTensorMode"]
 
+# A view goes to torch's cache from this sighting on (same op, same input metadata, in one trace).
+_VIEW_SIGHTINGS_BEFORE_CACHING = 3
+
 
 class EngineFakeTensorMode(FakeTensorMode):
     symbolic_rnns = True     # read by rnn_shapes' kernels
@@ -42,6 +47,7 @@ class EngineFakeTensorMode(FakeTensorMode):
         super().__init__(**kwargs)
         self.size_tracker = SizeTracker(self.shape_env, constants)
         self._division_memo: dict = {}     # sympy expression -> whether it has a division node
+        self._views_seen: dict = {}        # (view op, its inputs' metadata) -> times dispatched
 
     def from_tensor(self, tensor, **kwargs):
         fake = super().from_tensor(tensor, **kwargs)
@@ -65,7 +71,13 @@ class EngineFakeTensorMode(FakeTensorMode):
         return out
 
     def _cached_dispatch_impl(self, func, types, args, kwargs):
-        if isinstance(func, OpOverload) and func.is_view and self._divides((args, kwargs)):
+        if not (isinstance(func, OpOverload) and func.is_view):
+            return super()._cached_dispatch_impl(func, types, args, kwargs)
+        if self._divides((args, kwargs)):
+            return self._dispatch_impl(func, types, args, kwargs)
+        key = (func, _metadata((args, kwargs)))
+        seen = self._views_seen[key] = self._views_seen.get(key, 0) + 1
+        if seen < _VIEW_SIGHTINGS_BEFORE_CACHING:
             return self._dispatch_impl(func, types, args, kwargs)
         return super()._cached_dispatch_impl(func, types, args, kwargs)
 
@@ -87,3 +99,17 @@ def _has_division(expr, memo: dict) -> bool:
     if expr not in memo:
         memo[expr] = isinstance(expr, DIVISION_FUNCTIONS) or any(_has_division(a, memo) for a in expr.args)
     return memo[expr]
+
+
+def _metadata(value):
+    """A hashable stand-in for ``value``'s sizes: tensors by shape, strides, offset and dtype."""
+    if isinstance(value, torch.Tensor):
+        return (_metadata(tuple(value.shape)), _metadata(value.stride()), _metadata(value.storage_offset()),
+                value.dtype)
+    if isinstance(value, torch.SymInt):
+        return value.node.expr if isinstance(value.node, SymNode) else id(value)
+    if isinstance(value, dict):
+        return tuple((k, _metadata(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(_metadata(v) for v in value)
+    return value if isinstance(value, (int, float, bool, str, type(None), torch.dtype)) else id(value)
