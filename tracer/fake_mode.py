@@ -104,6 +104,8 @@ def _has_division(expr, memo: dict) -> bool:
 def _metadata(value):
     """A hashable stand-in for ``value``'s sizes: tensors by shape, strides, offset and dtype."""
     if isinstance(value, torch.Tensor):
+        if value.layout != torch.strided or value.is_nested:    # no strides to compare: never repeats
+            return id(value)
         return (_metadata(tuple(value.shape)), _metadata(value.stride()), _metadata(value.storage_offset()),
                 value.dtype)
     if isinstance(value, torch.SymInt):
