@@ -55,7 +55,7 @@ from .loop_bodies import loop_bodies_unfollowed
 from .size_tracking import SizeTracker
 from .sym_expr_cache import cached_sym_exprs
 from .symbolic_range import symbolic_ranges
-from .sympy_bridge import Conversions, UnsupportedExpression, bounds_of, to_term
+from .sympy_bridge import Conversions, UnsupportedExpression, bounds_of
 from .torch_internals import (
     FORCED_SPECIALIZATIONS, PRETTIFY_RESULTS, GuardOnDataDependentSymNode, OpOverload,
     RelaxedUnspecConstraint, StrictMinMaxConstraint, TorchShapeEnv, TracingContext, UserError, UserErrorType,
@@ -484,7 +484,7 @@ class EngineShapeEnv(TorchShapeEnv):
                 error = engine_error
         else:
             try:
-                error = self.engine.concrete_value_error(to_term(expr, rename=self.symbol_map), _provenance())
+                error = self.engine.concrete_value_error(self.conversions().term(expr), _provenance())
             except UnsupportedExpression:
                 return exc
         unbound: dict[sympy.Symbol, str] = self.size_tracker.unbound if self.size_tracker is not None else {}

@@ -44,7 +44,7 @@ from .size_ops import (
     HANDLERS, ITEM_OPS, MAX_ELEMENTS, PyFloat, SymFloat, Tracked, named_arguments, read_values, writes,
 )
 from .size_values import FLOAT64, Algebra, BoolValue, FloatValue, IntValue, NotTracked, Value
-from .sympy_bridge import UnsupportedExpression, to_term
+from .sympy_bridge import UnsupportedExpression
 from .torch_internals import (
     LOCAL_SCALAR_DENSE, FakeTensor, FloatTrueDiv, IntTrueDiv, ToFloat, ValueRanges, op_schema, pytree,
 )
@@ -97,7 +97,7 @@ class SizeTracker:
     # -- ranges ---------------------------------------------------------------------------
     def _bound(self, expr) -> tuple[int | None, int | None]:
         try:
-            term = to_term(expr, rename=self.env.symbol_map)
+            term = self.env.conversions().term(expr)
         except UnsupportedExpression:
             return None, None
         return self.env.engine.bound(term)
@@ -113,7 +113,7 @@ class SizeTracker:
     def render(self, expr) -> str:
         """``expr`` in the user's dim names (torch's symbol names if the engine cannot read it)."""
         try:
-            return self.env.engine.render(to_term(expr, rename=self.env.symbol_map))
+            return self.env.engine.render(self.env.conversions().term(expr))
         except UnsupportedExpression:
             return str(expr)
 
