@@ -155,19 +155,22 @@ def _connective(cls, absorbing: Const, identity: Const, args: Iterable[Formula])
     for arg in args:
         if not isinstance(arg, Formula):
             raise TypeError(f"not a condition: {arg!r}")
-        parts = arg.args if isinstance(arg, cls) else (arg,)
-        for part in parts:
+        for part in _operands(cls, arg):
             if part == absorbing:
                 # Python stops here, but only after evaluating what came before, which may raise:
                 # ``a or True`` is ``a or not a`` (true wherever ``a`` is defined).
                 if not any(may_raise(p) for p in flat):
                     return absorbing
                 before = _build(cls, identity, tuple(flat))
-                parts = before.args if isinstance(before, cls) else (before,)
-                return cls((*parts, neg(before)))
+                return cls((*_operands(cls, before), *_operands(cls, neg(before))))
             if part != identity:
                 flat[part] = None
     return _build(cls, identity, tuple(flat))
+
+
+def _operands(cls, f: Formula) -> tuple:
+    """``f``'s arguments if it is a ``cls`` node, else ``f`` alone: connectives stay flat."""
+    return f.args if isinstance(f, cls) else (f,)
 
 
 def _build(cls, identity: Const, items: tuple) -> Formula:

@@ -136,3 +136,12 @@ def test_round_trip_preserves_meaning(text, values):
     point = dict(zip(["a", "b", "T", "L['x'].size()[1]"], values))
     point = {s.name: point[s.name] for s in f.free_symbols}
     assert holds(again, point) == holds(f, point)
+
+
+def test_absorbed_connective_stays_flat_through_a_round_trip():
+    # ``(p or q) and False`` keeps ``p or q`` (it may raise) beside its negation, an ``and``
+    # of its own: spliced flat, so printing and parsing again gives the same formula.
+    f = parse_condition("((a == a) or (a == (a // a))) and (0 == 1)")
+    assert parse_condition(formula_str(f)) == f
+    assert len(f.args) == 3
+    assert not holds(f, {"a": 3})
