@@ -10,7 +10,7 @@ from torch.utils._sympy.value_ranges import ValueRanges
 from shapeproof.solver import evaluate_term, holds
 from shapeproof.tracer import torch_internals as T
 from shapeproof.tracer.sympy_bridge import (
-    Conversions, UnsupportedExpression, bounds_of, to_condition, to_term,
+    Conversions, UnsupportedExpression, bounds_of, divides, to_condition, to_term,
 )
 
 s0 = sympy.Symbol("s0", integer=True, positive=True)
@@ -136,3 +136,14 @@ def test_remembered_conversions_equal_fresh_ones_divisors_included():
         assert remembered == fresh, q
     assert conversions.condition(sympy.Le(s1, 3)).divisors == frozenset()
     assert conversions.term(shared + 1) == to_term(shared + 1, rename={s0: "H"})
+
+
+DIVIDING = [T.CeilToInt, T.CleanDiv, T.FloatTrueDiv, T.FloorDiv, T.FloorToInt, T.IntTrueDiv, T.Mod,
+            T.ModularIndexing, T.PythonMod, T.RoundToInt, T.TruncToInt]
+NOT_DIVIDING = [sympy.Add, sympy.Mul, sympy.Symbol, sympy.Integer, T.Min, T.Max, T.PowByNatural, T.ToFloat,
+                T.Identity]
+
+
+@pytest.mark.parametrize("cls", DIVIDING + NOT_DIVIDING, ids=lambda c: c.__name__)
+def test_divides_names_torch_classes_that_divide_or_round(cls):
+    assert divides(cls) == (cls in DIVIDING)

@@ -31,7 +31,8 @@ from __future__ import annotations
 import torch
 
 from .size_tracking import SizeTracker
-from .torch_internals import DIVISION_FUNCTIONS, FakeTensorMode, HigherOrderOperator, OpOverload, SymNode
+from .sympy_bridge import divides
+from .torch_internals import FakeTensorMode, HigherOrderOperator, OpOverload, SymNode
 
 __all__ = ["EngineFakeTensorMode"]
 
@@ -97,7 +98,7 @@ def _has_division(expr, memo: dict) -> bool:
     if isinstance(expr, int) or not expr.args:
         return False
     if expr not in memo:
-        memo[expr] = isinstance(expr, DIVISION_FUNCTIONS) or any(_has_division(a, memo) for a in expr.args)
+        memo[expr] = divides(type(expr)) or any(_has_division(a, memo) for a in expr.args)
     return memo[expr]
 
 

@@ -209,6 +209,16 @@ def _handler(cls: type) -> Callable | None:
     return None
 
 
+# Kinds whose value divides or rounds; with ModularIndexing (a floor division, then a mod) they are the
+# torch classes that make a size slow to rebuild symbolically (fake_mode keeps such views uncached).
+_DIVIDING_NAMES = frozenset(rows_named(Kind.DIVISION, Kind.TRUE_DIV, Kind.ROUNDING))
+
+
+def divides(cls: type) -> bool:
+    """Whether torch's sympy class ``cls`` divides or rounds (by the ``names`` column, as conversion does)."""
+    return cls is T.ModularIndexing or any(klass.__name__ in _DIVIDING_NAMES for klass in cls.__mro__)
+
+
 _RELATIONS = {
     sympy.Eq: "==", sympy.Ne: "!=", sympy.Lt: "<", sympy.Le: "<=", sympy.Gt: ">", sympy.Ge: ">=",
 }

@@ -36,10 +36,6 @@ import torch.utils._pytree as pytree
 from torch.utils._sympy.numbers import IntInfinity, NegativeIntInfinity
 from torch.utils._sympy.value_ranges import ValueRanges
 
-# torch's sympy functions that divide or round (a size with one is slow to rebuild symbolically: fake_mode)
-DIVISION_FUNCTIONS = (CeilToInt, CleanDiv, FloatTrueDiv, FloorDiv, FloorToInt, IntTrueDiv, Mod,
-                      ModularIndexing, PythonMod, RoundToInt, TruncToInt)
-
 # (name, object) pairs the pin test checks; add a row when touching a new private name.
 PINNED = {
     "TracingContext": TracingContext, "tracing": tracing, "OpOverload": OpOverload,
