@@ -134,6 +134,10 @@ def test_remembered_conversions_equal_fresh_ones_divisors_included():
     for q in questions + questions:
         remembered, fresh = conversions.condition(q), to_condition(q, rename={s0: "H"})
         assert remembered == fresh, q
+        assert conversions.condition_or_none(q) == fresh, q
+    unsupported = sympy.Gt(torch.utils._sympy.functions.Where(sympy.Eq(s0, 1), s0, s1), 2)
+    assert conversions.condition_or_none(unsupported) is None
+    assert conversions.condition_or_none(unsupported) is None       # remembered, still None
     assert conversions.condition(sympy.Le(s1, 3)).divisors == frozenset()
     assert conversions.term(shared + 1) == to_term(shared + 1, rename={s0: "H"})
 

@@ -175,7 +175,6 @@ class EngineShapeEnv(TorchShapeEnv):
         self._roots: dict[str, sympy.Symbol] = {}
         self._root_values: dict[str, tuple] = {}   # root Dim name -> (value, source that set it, its DimSpec)
         self._static_memo: dict = {}
-        self._converted: dict = {}
         self._conversions = (0, Conversions())       # (len(symbol_map) it was built at, memo)
         # guards torch recorded that the engine cannot read (kept as input checks)
         self.unmirrored: list = []
@@ -306,18 +305,11 @@ class EngineShapeEnv(TorchShapeEnv):
 
     # -- questions -----------------------------------------------------------------
     def _convert(self, expr):
-        # the same expressions come back many times a trace; a conversion depends only on the symbols
-        # mapped so far, which only grow
-        key = (expr, len(self.symbol_map))
-        if key not in self._converted:
-            try:
-                self._converted[key] = self.conversions().condition(expr)
-            except UnsupportedExpression:
-                self._converted[key] = None
-        return self._converted[key]
+        return self.conversions().condition_or_none(expr)
 
     def conversions(self) -> Conversions:
-        """Memoized conversions under the symbols mapped so far (a mapped symbol keeps its term)."""
+        """Memoized conversions under the symbols mapped so far (they only grow, and a mapped symbol keeps
+        its term, so the memo is rebuilt only when one is added)."""
         built_at, conversions = self._conversions
         if built_at != len(self.symbol_map):
             conversions = Conversions(self.symbol_map)

@@ -249,6 +249,7 @@ class Conversions:
 
     def __init__(self, rename: Mapping | None = None):
         self._converter = _Converter(rename)
+        self._conditions: dict = {}          # whole questions: a trace asks the same ones many times
 
     def term(self, expr) -> Expr:
         self._converter.divisors = set()
@@ -257,6 +258,15 @@ class Conversions:
     def condition(self, expr) -> S.Formula:
         self._converter.divisors = set()
         return self._converter.condition(expr)
+
+    def condition_or_none(self, expr) -> S.Formula | None:
+        """``condition(expr)``, or None where it has no exact counterpart; remembered per expression."""
+        if expr not in self._conditions:
+            try:
+                self._conditions[expr] = self.condition(expr)
+            except UnsupportedExpression:
+                self._conditions[expr] = None
+        return self._conditions[expr]
 
 
 def bounds_of(value_range) -> tuple[int | None, int | None]:
