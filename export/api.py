@@ -251,6 +251,11 @@ def _restriction_notes(engine: ShapeEnv, report: GuardReport, split: bool) -> li
         notes.append("the program's input checks accept one size only of these Dim.DYNAMIC dims, though no "
                      "single check says so (torch.export exports some such programs without a word): "
                      f"{sizes}; declare them Dim.STATIC, or change the code that needs that size")
+    if report.pinned_zero_one:
+        sizes = ", ".join(f"{label} = {size}" for label, size in report.pinned_zero_one)
+        notes.append("the program's input checks accept one size only of these Dim.DYNAMIC dims "
+                     "(torch.export lets such a dim become 0 or 1 and checks it on the inputs, as here): "
+                     f"{sizes}; declare them Dim.STATIC, or change the code that needs that size")
     return notes
 
 

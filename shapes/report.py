@@ -61,6 +61,8 @@ class GuardReport:
     restrictions: list[Violation] = field(default_factory=list)
     # Dim.DYNAMIC dims (label, size) the restrictions together leave one size (torch exports them silently)
     pinned_together: list[tuple[str, int]] = field(default_factory=list)
+    # Dim.DYNAMIC dims (label, 0 or 1) the restrictions leave that one size: torch allows it (an input check)
+    pinned_zero_one: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -208,21 +210,32 @@ def _solvable_equation(f: S.Formula) -> bool:
             and Poly(difference, *syms).total_degree() <= 1)
 
 
-def _pinned(env: EnvView, restrictions: list[Violation], strategy: str, timeout: float) -> dict[int, Symbol]:
+def _pinned(env: EnvView, restrictions: list[Violation], strategy: str,
+            timeout: float) -> tuple[dict[int, Symbol], list[tuple[str, int]]]:
     """Restrictions that leave a ``Dim.DYNAMIC`` dim a single size (torch.export's "specialized" error), by
     ``id``, each with the dim: those on the dim alone that the solver shows allow only the example's size,
-    and every one on a dim the tracer specialized (``s*t == 10*t`` made torch replace ``s`` by 10)."""
+    and every one on a dim the tracer specialized (``s*t == 10*t`` made torch replace ``s`` by 10).
+
+    torch lets a ``Dim.DYNAMIC`` dim become 0 or 1 (an example of that size kept
+    symbolic by ``backed_size_oblivious``) and only checks it on the inputs; such
+    dims come back apart, as ``(label, size)``, to be said rather than raised.
+    """
     pinned: dict[int, Symbol] = {}
+    tolerated: list[tuple[str, int]] = []
     for sym, info in env.symbols.items():
         if info.kind is not DimKind.DYNAMIC or info.hint is None:
             continue
         if info.fixed is not None:
-            pinned.update((id(v), sym) for v in restrictions if sym in v.lifted.free_symbols)
-            continue
-        own = [v for v in restrictions if v.lifted.free_symbols == {sym}]
-        if own and _only_the_example(env, sym, own, strategy, timeout):
+            size, own = info.fixed, [v for v in restrictions if sym in v.lifted.free_symbols]
+        else:
+            size, own = info.hint, [v for v in restrictions if v.lifted.free_symbols == {sym}]
+            if not (own and _only_the_example(env, sym, own, strategy, timeout)):
+                continue
+        if size in (0, 1):
+            tolerated.append((info.label, size))
+        else:
             pinned.update((id(v), sym) for v in own)
-    return pinned
+    return pinned, tolerated
 
 
 def _pinned_together(env: EnvView, restrictions: list[Violation], strategy: str,
@@ -298,7 +311,7 @@ def produce_guards(env: EnvView, strategy="cascade", timeout: float = 2.0) -> Gu
         for s in r.lifted.free_symbols & erring)}
     violations += [r for r in restrictions if id(r) in joined]
     restrictions = [r for r in restrictions if id(r) not in joined]
-    pinned = _pinned(env, restrictions, strategy, timeout)
+    pinned, pinned_zero_one = _pinned(env, restrictions, strategy, timeout)
     violations = sorted(violations + [r for r in restrictions if id(r) in pinned],
                         key=lambda v: v.guard.index)
     restrictions = [r for r in restrictions if id(r) not in pinned]
@@ -309,4 +322,4 @@ def produce_guards(env: EnvView, strategy="cascade", timeout: float = 2.0) -> Gu
     combined = joint_fixes(env, violations, timeout) if violations else None
     together = _pinned_together(env, restrictions, strategy, timeout) if not violations else []
     return GuardReport(list(env.guards), violations, unproven, zero_one, list(env.specialized), combined,
-                       restrictions, together)
+                       restrictions, together, pinned_zero_one)

@@ -220,7 +220,7 @@ class EngineShapeEnv(TorchShapeEnv):
         if spec is not None:
             self._check_derived(name, spec, val)
         if spec is not None and spec.root is not None:
-            root = self._root_symbol(spec.root, (val - spec.b) // spec.a)
+            root = self._root_symbol(spec.root, (val - spec.b) // spec.a, keep_zero_one)
             engine_sym = create(name=expr.name)
             self.engine.relate(engine_sym, spec.a * root + spec.b)
         else:
@@ -247,11 +247,16 @@ class EngineShapeEnv(TorchShapeEnv):
         raise UserError(UserErrorType.CONSTRAINT_VIOLATION,
                         f"Expected input {blamed} to be equal to {expected}, {where}, but got {blamed_val}")
 
-    def _root_symbol(self, root: DimSpec, hint: int) -> sympy.Expr:
+    def _root_symbol(self, root: DimSpec, hint: int, keep_zero_one: bool) -> sympy.Expr:
+        """The engine's symbol for a derived dim's root.  Where an input's dim is the root itself, it is that
+        dim's symbol (torch keeps a 0/1 example of it symbolic under ``backed_size_oblivious``); a root no
+        input carries is specialized on a 0/1 value as torch does."""
         if root.name not in self._roots:
+            own = self.dim_specs.get(root.name)
+            carried = own is not None and own.root is None
             self._roots[root.name] = self.engine.create_backed_symbol(
                 hint, Source(root.name), declared=(root.min, root.max), name=f"{root.name}_root",
-                dim_name=root.name)
+                dim_name=root.name, specialize_zero_one=False if keep_zero_one and carried else None)
         return self._roots[root.name]
 
     def _set_replacement(self, a, tgt, msg):
