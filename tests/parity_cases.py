@@ -2119,7 +2119,7 @@ def _():
     return module(forward), (r(4, 3),), {}, {"x": {2: Dim("d")}}
 
 
-@spec_error("auto_min_above_example", "test_dim_hint_range_violations (AUTO range excludes the example)")
+@case("auto_min_above_example", "test_dim_hint_range_violations (AUTO min above the example)")
 def _():
     def forward(self, x):
         return x + 2
@@ -2556,3 +2556,243 @@ def _():
     def forward(self, x, as_tuple):
         return torch.nonzero(x, as_tuple=as_tuple)
     return module(forward), (torch.tensor(10), False), {}, {"x": None, "as_tuple": None}
+
+
+# ---- second batch: 0/1 examples under backed_size_oblivious, unbacked sizes beside dynamic dims, more ops
+
+@zero_one("derived_double_root_one_oblivious",
+          "test_derived_dim_1_2 (2*dx, root example 1) under backed_size_oblivious",
+          context=oblivious)
+def _():
+    def forward(self, x, y):
+        return x + y[::2]
+    dx = Dim("dx", min=1, max=8)
+    return module(forward), (r(1), r(2)), {}, ({0: dx}, {0: 2 * dx})
+
+
+@zero_one("derived_root_only_oblivious",
+          "test_derived_dim_basic (only the derived dim named) under backed_size_oblivious",
+          context=oblivious)
+def _():
+    def forward(self, y):
+        return y[1:] * 2
+    dx = Dim("dx", min=1, max=8)
+    return module(forward), (r(2),), {}, ({0: dx + 1},)
+
+
+@zero_one("derived_root_example_one_plain", "test_derived_dim_1_2 (root example 1, no switch)")
+def _():
+    def forward(self, x, y):
+        return x + y[1:]
+    dx = Dim("dx", min=1, max=4)
+    return module(forward), (r(1, 2), r(2, 2)), {}, ({0: dx, 1: None}, {0: dx + 1, 1: None})
+
+
+@zero_one("dynamic_zero_example_oblivious",
+          "test_dim_dynamic_specialization (example 0) under backed_size_oblivious",
+          context=oblivious)
+def _():
+    def forward(self, x):
+        return x.sum(0) + x.shape[0]
+    return module(forward), (r(0, 3),), {}, {"x": {0: DYNAMIC}}
+
+
+@zero_one("dynamic_one_broadcast_oblivious",
+          "test_dim_dynamic_specialization: DYNAMIC example 1 broadcast (oblivious)",
+          context=oblivious)
+def _():
+    def forward(self, x, y):
+        return x + y
+    return module(forward), (r(1, 4), r(3, 4)), {}, {"x": (DYNAMIC, None), "y": None}
+
+
+@zero_one("auto_slice_relation_oblivious",
+          "test_dim_auto_and_dim (x[1:] + y, example 2 and 1) under oblivious",
+          context=oblivious)
+def _():
+    def forward(self, x, y):
+        return x[1:] + y
+    return module(forward), (r(2), r(1)), {}, {"x": (AUTO,), "y": (AUTO,)}
+
+
+@zero_one("reshape_batch_one_oblivious", "test_reshape_view_backed_size_oblivious (named batch example 1)",
+          context=oblivious)
+def _():
+    def forward(self, x):
+        return x.reshape(-1, 4).sum(0) + x.reshape(x.shape[0], 2, 2).sum((1, 2)).sum()
+    return module(forward), (r(1, 4),), {}, {"x": (Dim("n"), None)}
+
+
+@zero_one("matmul_batch_one_oblivious", "test_baddbmm (bmm with a batch of 1, oblivious)", context=oblivious)
+def _():
+    def forward(self, x, y):
+        return torch.bmm(x, y)
+    b = Dim("b")
+    return module(forward), (r(1, 2, 3), r(1, 3, 4)), {}, {"x": (b, None, None), "y": (b, None, None)}
+
+
+@zero_one("cat_named_one_oblivious",
+          "torch.export docs: cat with a size-1 example (oblivious)", context=oblivious)
+def _():
+    def forward(self, x, y):
+        return torch.cat([x, y], dim=0).mean(0)
+    return module(forward), (r(1, 3), r(4, 3)), {}, {"x": (Dim("a"), None), "y": (Dim("c"), None)}
+
+
+@zero_one("int_input_one_dynamic", "test_symint_input_basic (an int input of 1, DYNAMIC)")
+def _():
+    def forward(self, x, n):
+        return x * n + x.shape[0]
+    return module(forward), (r(3), 1), {}, {"x": (DYNAMIC,), "n": DYNAMIC}
+
+
+@case("mark_dynamic_without_spec", "torch.export docs: torch._dynamo.mark_dynamic on an example input")
+def _():
+    def forward(self, x):
+        return x * 2
+    x = r(4, 3)
+    torch._dynamo.mark_dynamic(x, 0)
+    return module(forward), (x,), {}, None
+
+
+@deferred("item_plus_dim_full", "test_export_inline_constraints with a dynamic dim",
+          probes=lambda: [((r(5, 2), torch.tensor(-9)), {})])
+def _():
+    def forward(self, x, n):
+        k = n.item()
+        torch._check(k >= 0)
+        return torch.zeros(x.shape[0] + k, x.shape[1])[: x.shape[0]] + x
+    return module(forward), (r(4, 2), torch.tensor(3)), {}, {"x": (Dim("a"), Dim("b")), "n": None}
+
+
+@deferred("nonzero_cat_dynamic", "test_nonzero_dynamic (cat with a dynamic input)")
+def _():
+    def forward(self, x, y):
+        nz = torch.nonzero(x).float()
+        return torch.cat([nz, y], dim=0)
+    return module(forward), (torch.tensor([[1, 0], [0, 1], [1, 1]]), r(3, 2)), {}, {"x": (Dim("n"), None),
+                                                                                    "y": (Dim("m"), None)}
+
+
+@deferred("boolean_mask_index_dynamic", "test_masked_select_dynamic (x[mask] with a named dim)")
+def _():
+    def forward(self, x):
+        return x[x > 0].sum() + x.shape[0]
+    return module(forward), (r(6, 3),), {}, {"x": (Dim("n"), None)}
+
+
+@deferred("item_equals_twice_dim", "test_replaced_unbacked_bindings (an item tied to 2 * a dim)",
+          probes=lambda: [((r(4), torch.tensor(9)), {})])
+def _():
+    def forward(self, x, n):
+        k = n.item()
+        torch._check(k == 2 * x.shape[0])
+        return torch.ones(k) * 3 + x.repeat(2)
+    return module(forward), (r(4), torch.tensor(8)), {}, {"x": (Dim("d", max=32),), "n": None}
+
+
+@deferred("repeat_interleave_tensor_repeats", "test_export.py repeat_interleave tests (tensor repeats)")
+def _():
+    def forward(self, x, reps):
+        return x.repeat_interleave(reps, dim=0) * 2
+    n = Dim("n")
+    return module(forward), (r(3, 2), torch.tensor([1, 2, 3])), {}, {"x": (n, None), "reps": (n,)}
+
+
+@deferred("split_by_tolist_checked",
+          "test_suggested_fixes_for_data_dependent_errors_puzzlers (split by sizes)",
+          probes=lambda: [((r(6), torch.tensor([1, 2, 4])), {})])
+def _():
+    def forward(self, x, sizes):
+        parts = sizes.tolist()
+        for p in parts:
+            torch._check(p >= 0)
+        torch._check(sum(parts) == x.shape[0])
+        return [t * 2 for t in torch.split(x, parts)]
+    return module(forward), (r(6), torch.tensor([1, 2, 3])), {}, {"x": (Dim("n"),), "sizes": None}
+
+
+@deferred("unbacked_zeros_like_dim", "test_unbacked_infer_size with a dynamic feature dim")
+def _():
+    def forward(self, x, n):
+        k = n.item()
+        torch._check(k >= 1)
+        z = torch.zeros(k, x.shape[1])
+        return torch.cat([z, x]).sum(0)
+    return module(forward), (r(3, 4), torch.tensor(2)), {}, {"x": (Dim("a"), Dim("b")), "n": None}
+
+
+@pattern("chunk_three_auto", "torch.export docs: chunk of a dynamic dim")
+def _():
+    def forward(self, x):
+        return [c.sum(0) for c in x.chunk(3)]
+    return module(forward), (r(7, 2),), {}, {"x": (AUTO, None)}
+
+
+@pattern("adaptive_pool_dynamic", "torch.export docs: adaptive pooling from dynamic H, W")
+def _():
+    def forward(self, x):
+        return F.adaptive_avg_pool2d(x, (2, 2))
+    return module(forward), (r(1, 2, 7, 9),), {}, {"x": {2: Dim("h", min=2), 3: Dim("w", min=2)}}
+
+
+@pattern("conv1d_same_padding", "test_conv_dynamic (Conv1d padding='same', dilation 2)")
+def _():
+    def forward(self, x):
+        return self.conv(x)
+    conv = nn.Conv1d(2, 3, 3, padding="same", dilation=2)
+    return module(forward, conv=conv), (r(2, 2, 9),), {}, {"x": (Dim("b"), None, Dim("t"))}
+
+
+@pattern("gather_along_dynamic", "torch.export docs: gather with index sized by a dim")
+def _():
+    def forward(self, x, idx):
+        return x.gather(1, idx)
+    idx = torch.tensor([[0, 1], [2, 0], [1, 1]])
+    return module(forward), (r(3, 4), idx), {}, {"x": (Dim("n"), Dim("m")), "idx": (Dim("n"), Dim("k"))}
+
+
+@pattern("roll_flip_dynamic", "torch.export docs: roll and flip over dynamic dims")
+def _():
+    def forward(self, x):
+        return x.roll(1, 0).flip(1) + x
+    return module(forward), (r(4, 5),), {}, {"x": (DYNAMIC, DYNAMIC)}
+
+
+@pattern("pixel_shuffle_dynamic", "torch.export docs: pixel_shuffle with dynamic H, W")
+def _():
+    def forward(self, x):
+        return F.pixel_shuffle(x, 2)
+    return module(forward), (r(2, 8, 3, 5),), {}, {"x": (Dim("b"), None, Dim("h"), Dim("w"))}
+
+
+@pattern("heads_split_view", "torch.export docs: view into heads with dynamic batch and time")
+def _():
+    def forward(self, x):
+        b, t, d = x.shape
+        return x.view(b, t, 2, d // 2).transpose(1, 2).reshape(b * 2, t, d // 2)
+    return module(forward), (r(2, 5, 8),), {}, {"x": (Dim("b"), Dim("t"), None)}
+
+
+@pattern("slice_last_three_named", "test_export_slice_maxsize (negative start on a dynamic dim)")
+def _():
+    def forward(self, x):
+        return x[-3:] * 2
+    return module(forward), (r(5, 2),), {}, {"x": (Dim("n"), None)}
+
+
+@pattern("interpolate_size_from_int", "test_symint_input_basic (an int input as an interpolate size)")
+def _():
+    def forward(self, x, n):
+        return F.interpolate(x, size=(n, n), mode="nearest")
+    return module(forward), (r(1, 2, 4, 4), 6), {}, {"x": (None, None, AUTO, AUTO), "n": DYNAMIC}
+
+
+@pattern("scatter_add_dynamic", "torch.export docs: scatter_add into a dynamic dim")
+def _():
+    def forward(self, x, idx, src):
+        return x.scatter_add(0, idx, src)
+    idx = torch.tensor([[0, 1, 2], [1, 0, 0]])
+    n, k = Dim("n"), Dim("k")
+    return module(forward), (torch.zeros(3, 3), idx, r(2, 3)), {}, {"x": (n, None), "idx": (k, None),
+                                                                    "src": (k, None)}
