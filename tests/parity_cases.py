@@ -1808,3 +1808,991 @@ def _():
         torch._check(a <= 7)
         return torch.zeros((a, 4))
     return module(forward), (torch.tensor([5]),), {}, None
+
+
+# ---------------------------------------------------------------------------------------------- more cases
+# Further cases following tests of torch's test/export/test_export.py, one section per group.
+
+@dataclass
+class _PairInput:
+    a: torch.Tensor
+    b: torch.Tensor
+
+
+@dataclass
+class _NestedInput:
+    x: torch.Tensor
+    ys: list
+    zs: dict
+
+
+@dataclass
+class _MixedInput:
+    flag: bool
+    n: int
+    scale: float
+    t: torch.Tensor
+
+
+for _cls in (_PairInput, _NestedInput, _MixedInput):
+    torch.export.register_dataclass(_cls, serialized_type_name=f"tests.parity_cases.{_cls.__name__}")
+
+
+@case("dataclass_input_shared_batch", "test_dynamic_shapes_dataclass")
+def _():
+    def forward(self, inputs):
+        return torch.matmul(inputs.a, inputs.b)
+    batch = Dim("batch")
+    return (module(forward), (_PairInput(a=r(5, 2, 3), b=r(5, 3, 4)),), {},
+            {"inputs": [{0: batch}, {0: batch}]})
+
+
+@case("shapes_collection_dataclass", "test_dynamic_shapes_builder_pytree")
+def _():
+    def forward(self, inp):
+        return inp.x + inp.ys[0] + inp.zs["k"]
+    x, ys, zs = r(4), [r(4)], {"k": r(4)}
+    m, args = module(forward), (_NestedInput(x, ys, zs),)
+    shapes = ShapesCollection()
+    dim = Dim("dim", max=10)
+    for t in (x, ys[0], zs["k"]):
+        shapes[t] = (dim,)
+    return m, args, {}, shapes.dynamic_shapes(m, args)
+
+
+@case("additional_inputs_dataclass_int", "test_additional_inputs_constants")
+def _():
+    def forward(self, d):
+        return d.n + d.scale + d.t
+    args = (_MixedInput(True, 3, 3.0, torch.ones(3)),)
+    more = torch.export.AdditionalInputs()
+    more.add(args)
+    more.add((_MixedInput(True, 4, 3.0, torch.ones(4)),))
+    return module(forward), args, {}, more
+
+
+@case("keyword_only_and_varargs", "test_export_func_with_keyword_only_args (dynamic dims)")
+def _():
+    def forward(self, arg1, arg2, *args, kw1, kw2):
+        return arg1 + args[0] + kw1, arg2 + args[1] + kw2
+    b, c = Dim("b"), Dim("c")
+    args = (r(2, 3), r(3, 4), r(2, 3), r(3, 4))
+    kwargs = {"kw1": r(2, 3), "kw2": r(3, 4)}
+    spec = {"arg1": {0: b}, "arg2": {1: c}, "args": ({0: b}, {1: c}), "kw1": {0: b}, "kw2": {1: c}}
+    return module(forward), args, kwargs, spec
+
+
+@case("var_keyword_pytree_dynamic", "test_export_func_with_var_keyword_pytree_args (dynamic batch)")
+def _():
+    def forward(self, arg1, arg2, *args, kw1, kw2, **kwargs):
+        return (arg1 + arg2[0][0] + args[0] + kw1[0] + kwargs["kw3"][0],
+                arg2[1] + args[1] + kw2 + kwargs["kw4"])
+    b = Dim("b")
+    args = (r(2, 3), [(r(2, 3),), r(3, 4)], r(2, 3), r(3, 4))
+    kwargs = {"kw1": (r(2, 3),), "kw2": r(3, 4), "kw3": (r(2, 3), r(3, 4)), "kw4": r(3, 4)}
+    spec = {"arg1": {0: b}, "arg2": [({0: b},), None], "args": ({0: b}, None), "kw1": ({0: b},),
+            "kw2": None, "kwargs": {"kw3": ({0: b}, None), "kw4": None}}
+    return module(forward), args, kwargs, spec
+
+
+@case("default_kwarg_int_dynamic_tensor", "test_export_func_with_default_kwargs (dynamic dims)")
+def _():
+    def forward(self, arg1, arg2, a, b=1):
+        return arg1 + arg2, a["kw1"] + a["kw2"] + b
+    n = Dim("n")
+    args = (r(6, 4), r(1, 1))
+    kwargs = {"a": {"kw1": r(1, 1), "kw2": r(6, 4)}, "b": 2}
+    spec = {"arg1": {0: n}, "arg2": None, "a": {"kw1": None, "kw2": {0: n}}, "b": None}
+    return module(forward), args, kwargs, spec
+
+
+@case("symint_under_no_grad", "test_hoo_inline_users_issue")
+def _():
+    def forward(self, x):
+        a = x.shape[0] + 2
+        b = a + 2
+        with torch.no_grad():
+            c = a * 4
+        return b, c, x * c
+    return module(forward), (r(6),), {}, {"x": (Dim("dx"),)}
+
+
+@case("cond_int_closure_dynamic", "test_cond_int_closure (dynamic x)")
+def _():
+    def forward(self, a, x):
+        def true_fn(x):
+            return x * self.num
+
+        def false_fn(x):
+            return x + self.num
+        return torch.cond(a, true_fn, false_fn, (x,)) * 2
+    m = module(forward)
+    m.num = 4
+    return m, (torch.tensor(True), r(10)), {}, {"a": None, "x": (Dim("n"),)}
+
+
+@case("cond_unbacked_in_branches", "test_cond_contains_unbacked_no_escape (dynamic c)")
+def _():
+    def forward(self, a, b1, b2, c):
+        def true_fn(x):
+            return x * b1.item()
+
+        def false_fn(x):
+            return x * b2.item()
+        return torch.cond(a, true_fn, false_fn, (c,)) * 2
+    args = (torch.tensor(True), torch.tensor([4]), torch.tensor([4]), r(10))
+    return module(forward), args, {}, {"a": None, "b1": None, "b2": None, "c": (DYNAMIC,)}
+
+
+@case("cond_returns_int_index", "test_cond_branches_return_constant_int (AUTO x)")
+def _():
+    def forward(self, x):
+        idx = torch.cond(x.sum() > 3, lambda: 0, lambda: 1, ())
+        return x[idx]
+    return module(forward), (r(3, 3),), {}, {"x": (AUTO, AUTO)}
+
+
+@case("cond_int_inputs_dynamic", "test_cond_access_identical_symint_closure")
+def _():
+    def forward(self, x, trigger, target):
+        return torch.cond(trigger == 1, lambda: x + target, lambda: x * target, ())
+    return module(forward), (r(2), 0, 2), {}, (None, DYNAMIC, DYNAMIC)
+
+
+@case("buffer_mutation_dynamic_batch", "test_export_for_training_with_dynamic_shapes (add_ on input)")
+def _():
+    def forward(self, x):
+        x.add_(5)
+        self.buffer.add_(5)
+        return x + self.buffer.sum()
+    m = module(forward)
+    m.register_buffer("buffer", torch.ones(4, 4))
+    return m, (torch.ones(4, 4),), {}, ({0: Dim("x")},)
+
+
+@case("state_shape_attribute_dynamic", "test_state_shape_attribute_assignment (dynamic batch)")
+def _():
+    def forward(self, x):
+        self.last_shape = x.shape
+        return self.lin(x)
+    m = module(forward, lin=nn.Linear(10, 10))
+    m.last_shape = m.lin.weight.shape
+    return m, (r(20, 10),), {}, {"x": {0: Dim("batch")}}
+
+
+@case("max_of_shapes_list_auto", "test_export_max_nonstrict (max/min over a list of sizes)")
+def _():
+    def forward(self, x, y):
+        return max([x.shape[0], y.shape[0], x.shape[0]]) + min([x.shape[0], y.shape[0], x.shape[0]])
+    return module(forward), (r(4, 4), r(4, 4)), {}, {"x": {0: AUTO}, "y": {0: AUTO}}
+
+
+@case("named_dims_mostly_shared_square", "test_export_api_with_dynamic_shapes (bounds, mostly shared)")
+def _():
+    def forward(self, x, y):
+        return torch.matmul(x, y)
+    batch, size = Dim("batch", min=2, max=16), Dim("size")
+    return module(forward), (r(4, 3, 3), r(4, 3, 3)), {}, {"x": (batch, size, size), "y": (batch, size, size)}
+
+
+@case("view_even_half_dim", "test_export_mod_constraints (second spec)",
+      probes=lambda: [((r(3, 5),), {}), ((r(5, 6),), {})])
+def _():
+    def forward(self, x):
+        return x.view(x.shape[0] - 1, -1)
+    return module(forward), (r(3, 4),), {}, {"x": (None, 2 * Dim("_dim1_x", max=4000))}
+
+
+# ---- spec-errors
+
+@spec_error("spec_tuple_for_list", "test_mismatched_dynamic_shapes (tuple where inputs has a list)")
+def _():
+    def forward(self, x):
+        return x["k"]["k"][0] + x["k"]["k"][1]
+    dim = Dim("dim")
+    return module(forward), ({"k": {"k": [r(4), r(4)]}},), {}, ({"k": {"k": ((dim,), (dim,))}},)
+
+
+@spec_error("spec_dim_for_list", "test_mismatched_dynamic_shapes (a Dim where inputs has a list)")
+def _():
+    def forward(self, x):
+        return x["k"]["k"][0] + x["k"]["k"][1]
+    return module(forward), ({"k": {"k": [r(4), r(4)]}},), {}, ({"k": {"k": Dim("dim")}},)
+
+
+@spec_error("spec_bare_dims_per_tensor", "test_mismatched_dynamic_shapes (a bare Dim as a tensor's spec)")
+def _():
+    def forward(self, x):
+        return x["k"]["k"][0] + x["k"]["k"][1]
+    dim = Dim("dim")
+    return module(forward), ({"k": {"k": [r(4), r(4)]}},), {}, ({"k": {"k": [dim, dim]}},)
+
+
+@spec_error("spec_extra_top_key", "test_mismatched_dynamic_shapes (extra top-level key)")
+def _():
+    def forward(self, x):
+        return x["k"]["k"][0] + x["k"]["k"][1]
+    dim = Dim("dim")
+    spec = {"x": {"k": {"k": [(dim,), (dim,)]}}, "k": {"k": [(dim,), (dim,)]}}
+    return module(forward), ({"k": {"k": [r(4), r(4)]}},), {}, spec
+
+
+@spec_error("spec_list_too_long", "test_mismatched_dynamic_shapes (arity mismatch)")
+def _():
+    def forward(self, x):
+        return x["k"]["k"][0] + x["k"]["k"][1]
+    dim = Dim("dim")
+    return module(forward), ({"k": {"k": [r(4), r(4)]}},), {}, ({"k": {"k": [(dim,), (dim,), (dim,)]}},)
+
+
+@spec_error("spec_inner_key_mismatch", "test_mismatched_dynamic_shapes (inner keys differ)")
+def _():
+    def forward(self, x):
+        return x["k"]["k"][0] + x["k"]["k"][1]
+    dim = Dim("dim")
+    return module(forward), ({"k": {"k": [r(4), r(4)]}},), {}, ({"k": {"K": [(dim,), (dim,)]}},)
+
+
+@spec_error("additional_inputs_float_changes", "test_additional_inputs_constants (a float differs)")
+def _():
+    def forward(self, d):
+        return d.n + d.scale + d.t
+    args = (_MixedInput(True, 3, 3.0, torch.ones(3)),)
+    more = torch.export.AdditionalInputs()
+    more.add(args)
+    more.add((_MixedInput(True, 3, 4.0, torch.ones(3)),))
+    return module(forward), args, {}, more
+
+
+@spec_error("additional_inputs_bool_changes", "test_additional_inputs_constants (a bool differs)")
+def _():
+    def forward(self, d):
+        return d.n + d.scale + d.t
+    args = (_MixedInput(True, 3, 3.0, torch.ones(3)),)
+    more = torch.export.AdditionalInputs()
+    more.add(args)
+    more.add((_MixedInput(False, 3, 3.0, torch.ones(3)),))
+    return module(forward), args, {}, more
+
+
+def _inferred_basic(bad):
+    def forward(self, x, y, z):
+        return (x + y[0])[:3] * z["k"]
+    more = torch.export.AdditionalInputs()
+    more.add(bad)
+    return module(forward), (r(4), [r(4)], {"k": r(3)}), {}, more
+
+
+@spec_error("additional_inputs_below_slice", "test_dynamic_shapes_inferred_basic (4->2 below the slice end)")
+def _():
+    return _inferred_basic((r(2), [r(2)], {"k": r(3)}))
+
+
+@spec_error("additional_inputs_unequal_pair", "test_dynamic_shapes_inferred_basic (x and y[0] differ)")
+def _():
+    return _inferred_basic((r(6), [r(7)], {"k": r(3)}))
+
+
+@spec_error("additional_inputs_static_varies", "test_dynamic_shapes_inferred_basic (z['k'] 3->4)")
+def _():
+    return _inferred_basic((r(5), [r(5)], {"k": r(4)}))
+
+
+@spec_error("view_minus_one_named_dims", "test_export_mod_constraints (named dims, no deferred asserts)")
+def _():
+    def forward(self, x):
+        return x.view(x.shape[0] - 1, -1)
+    return module(forward), (r(3, 4),), {}, {"x": (Dim("dim0_x", min=3), Dim("dim1_x", max=8000))}
+
+
+@spec_error("spec_int_for_tensor_mismatch", "test_static_dim_constraints (an int spec for a whole tensor)")
+def _():
+    def forward(self, x):
+        return x * 2
+    return module(forward), (r(4, 3),), {}, {"x": 4}
+
+
+@spec_error("spec_dim_index_out_of_range", "test_mismatched_dynamic_shapes (a dim index the tensor lacks)")
+def _():
+    def forward(self, x):
+        return x * 2
+    return module(forward), (r(4, 3),), {}, {"x": {2: Dim("d")}}
+
+
+@case("auto_min_above_example", "test_dim_hint_range_violations (AUTO min above the example)")
+def _():
+    def forward(self, x):
+        return x + 2
+    return module(forward), (r(4),), {}, {"x": (AUTO(min=8),)}
+
+
+@spec_error("static_batch_named_in_kwargs", "test_export_api_with_dynamic_shapes (partial, error), kwargs")
+def _():
+    def forward(self, x, *, y):
+        return torch.matmul(x, y)
+    return module(forward), (r(10, 2, 3),), {"y": r(10, 3, 4)}, {"x": {0: Dim("batch")}, "y": {1: Dim("k")}}
+
+
+@spec_error("spec_for_missing_kwarg", "test_non_arg_name_dynamic_shapes_api_with_kwarg (unknown key)")
+def _():
+    def forward(self, a, b, kw1=None):
+        return a.sum() + b.sum()
+    return module(forward), (r(4, 4), r(4, 4)), {}, {"a": {0: Dim("d")}, "b": None, "kw2": {0: Dim("e")}}
+
+
+# ---- patterns
+
+@pattern("unfold_dynamic_length", "torch.export docs: unfold over a dynamic dim")
+def _():
+    def forward(self, x):
+        return x.unfold(1, 4, 2).sum(-1)
+    return module(forward), (r(2, 11),), {}, {"x": (Dim("b"), Dim("t", min=4))}
+
+
+@pattern("interpolate_half_bilinear_named", "test_solver_unsupported_sympy_function (named Dims)")
+def _():
+    def forward(self, x, y):
+        x = F.interpolate(x, scale_factor=0.5, mode="bilinear")
+        x = F.interpolate(x, scale_factor=2.0, mode="bilinear")
+        return x + y
+    h, w = Dim("h", min=2, max=64), Dim("w", min=2, max=64)
+    return module(forward), (r(1, 1, 8, 8), r(1, 1, 8, 8)), {}, {"x": {2: h, 3: w}, "y": {2: h, 3: w}}
+
+
+@pattern("conv_transpose_dynamic", "test_conv_dynamic (ConvTranspose2d, DYNAMIC)")
+def _():
+    def forward(self, x):
+        return self.up(x)
+    up = nn.ConvTranspose2d(2, 3, 3, stride=2, padding=1, output_padding=1)
+    return module(forward, up=up), (r(2, 2, 5, 6),), {}, {"x": {0: DYNAMIC, 2: DYNAMIC, 3: DYNAMIC}}
+
+
+@pattern("buffer_slice_by_input", "test_ends_of_bounds_oblivious without the switch (buffer[:n] + x)")
+def _():
+    def forward(self, x):
+        return self.buf[: x.shape[0]] + x
+    m = module(forward)
+    m.register_buffer("buf", torch.arange(10.0))
+    return m, (r(6),), {}, {"x": {0: Dim("n", min=2, max=10)}}
+
+
+@pattern("cat_input_and_parameter", "torch.export docs: parameters whose shapes meet a dynamic input")
+def _():
+    def forward(self, x):
+        return torch.cat([self.prefix.expand(x.shape[0], -1, -1), x], dim=1)
+    m = module(forward)
+    m.prefix = nn.Parameter(r(1, 2, 4))
+    return m, (r(3, 5, 4),), {}, {"x": (Dim("b"), Dim("t"), None)}
+
+
+@pattern("split_by_other_sizes", "torch.export docs: split_with_sizes from other inputs' dims")
+def _():
+    def forward(self, x, y, z):
+        a, b = torch.split(x, [y.shape[0], z.shape[0]])
+        return a + y, b * z
+    spec = {"x": (AUTO, None), "y": (AUTO, None), "z": (AUTO, None)}
+    return module(forward), (r(7, 2), r(3, 2), r(4, 2)), {}, spec
+
+
+@pattern("topk_half_of_dim", "torch.export docs: a k computed from a dynamic dim")
+def _():
+    def forward(self, x):
+        return x.topk(x.shape[1] // 2, dim=1).values
+    return module(forward), (r(3, 8),), {}, {"x": (Dim("b"), Dim("n", min=2))}
+
+
+@pattern("tril_mask_seq", "torch.export docs: causal mask from a dynamic sequence length")
+def _():
+    def forward(self, x):
+        t = x.shape[1]
+        mask = torch.ones(t, t, dtype=torch.bool).tril()
+        return x.unsqueeze(-1).expand(-1, -1, t).masked_fill(~mask, 0.0)
+    return module(forward), (r(2, 5),), {}, {"x": (Dim("b"), Dim("t"))}
+
+
+@pattern("pad_reflect_dynamic", "torch.export docs: reflect padding of a dynamic dim")
+def _():
+    def forward(self, x):
+        return F.pad(x, (2, 2), mode="reflect")
+    return module(forward), (r(2, 3, 8),), {}, {"x": {0: DYNAMIC, 2: Dim("t", min=3)}}
+
+
+@pattern("index_select_from_other", "torch.export docs: indices sized by another input")
+def _():
+    def forward(self, x, idx):
+        return x.index_select(0, idx) * 2
+    idx = torch.tensor([0, 2, 1])
+    return module(forward), (r(5, 3), idx), {}, {"x": (Dim("n"), None), "idx": (Dim("k"),)}
+
+
+@pattern("constant_sized_arange_scaled", "test_export_statically_known_true (sizes folded from dims)")
+def _():
+    def forward(self, x):
+        n = x.shape[0] * 2 + 1
+        return torch.arange(n).float()[: x.shape[0]] + x
+    return module(forward), (r(5),), {}, {"x": (DYNAMIC,)}
+
+
+@pattern("einsum_shared_named", "torch.export docs: einsum with shared named dims")
+def _():
+    def forward(self, a, b):
+        return torch.einsum("bij,bjk->bik", a, b)
+    bt, i, j, k = dims("bt", "i", "j", "k")
+    return module(forward), (r(2, 3, 4), r(2, 4, 5)), {}, {"a": (bt, i, j), "b": (bt, j, k)}
+
+
+@pattern("view_as_other_auto", "torch.export docs: view_as between inputs")
+def _():
+    def forward(self, x, y):
+        return x.view_as(y) + y
+    return module(forward), (r(12), r(3, 4)), {}, {"x": (AUTO,), "y": (AUTO, AUTO)}
+
+
+@pattern("mixed_static_auto_dynamic", "test_dim_auto_and_dim (STATIC, AUTO and DYNAMIC in one spec)")
+def _():
+    def forward(self, x, y):
+        return x * y.sum(1, keepdim=True)
+    return module(forward), (r(3, 4), r(3, 5)), {}, {"x": (DYNAMIC, STATIC), "y": (AUTO, DYNAMIC)}
+
+
+@pattern("repeat_by_other_dim", "torch.export docs: repeat count from a dynamic dim")
+def _():
+    def forward(self, x, y):
+        return x.repeat(y.shape[0], 1)
+    return module(forward), (r(2, 3), r(4)), {}, {"x": (Dim("a"), None), "y": (Dim("c"),)}
+
+
+@pattern("flatten_expand_batch_param", "torch.export docs: expand a parameter to a dynamic batch")
+def _():
+    def forward(self, x):
+        pos = self.pos[: x.shape[1]].unsqueeze(0).expand(x.shape[0], -1, -1)
+        return x + pos
+    m = module(forward)
+    m.pos = nn.Parameter(r(16, 4))
+    return m, (r(2, 6, 4),), {}, {"x": (Dim("b"), Dim("t", max=16), None)}
+
+
+# ---- zero-one
+
+@zero_one("unbacked_backed_sub_plain", "test_colin_unbacked_backed_vr_sub without backed_size_oblivious")
+def _():
+    def forward(self, a, b, c):
+        nz = torch.nonzero(a)
+        ones = a.new_ones([nz.size(0), b.size(0)])
+        torch._check(ones.size(0) >= 1)
+        return torch.add(ones, c)
+    return module(forward), (torch.ones(16), r(8), r(16, 8)), {}, {"a": None, "b": None,
+                                                                   "c": (DYNAMIC, STATIC)}
+
+
+@zero_one("buffer_slice_assign_plain", "test_ends_of_bounds_oblivious without backed_size_oblivious")
+def _():
+    def forward(self, x, y):
+        self.buf[0: x.shape[0]] = x
+        return x + 2, y[:, ::1]
+    m = module(forward)
+    m.register_buffer("buf", torch.zeros(10))
+    spec = {"x": {0: Dim("dx", min=1, max=10)}, "y": {0: Dim("dy0"), 1: Dim("dy1")}}
+    return m, (r(10), r(8, 9)), {}, spec
+
+
+@zero_one("derived_root_example_one_oblivious", "test_derived_dim_1_2 under backed_size_oblivious",
+          context=oblivious)
+def _():
+    def forward(self, x, y):
+        return x + y[1:]
+    dx = Dim("dx", min=1, max=4)
+    return module(forward), (r(1, 2), r(2, 2)), {}, ({0: dx, 1: None}, {0: dx + 1, 1: None})
+
+
+@zero_one("broadcast_named_one_oblivious", "test_baddbmm: a size-1 example broadcasting (oblivious)",
+          context=oblivious)
+def _():
+    def forward(self, x, y):
+        return x + y
+    return module(forward), (r(3, 4), r(1, 4)), {}, {"x": (Dim("b"), None), "y": (Dim("by"), None)}
+
+
+@zero_one("auto_one_squeeze_oblivious", "test_reshape_view_backed_size_oblivious (squeeze of an AUTO 1)",
+          context=oblivious)
+def _():
+    def forward(self, x):
+        return x.squeeze(1) * 2
+    return module(forward), (r(4, 1, 3),), {}, {"x": (AUTO, AUTO, STATIC)}
+
+
+@zero_one("named_min_one_example_two", "test_dim_1_2 (min=1, example 2, then view)")
+def _():
+    def forward(self, x):
+        return x.reshape(-1) * 2
+    return module(forward), (r(2, 3),), {}, {"x": (Dim("dx", min=1, max=8), None)}
+
+
+@zero_one("dynamic_one_expand_oblivious", "test_dim_dynamic_specialization: DYNAMIC example 1, expand",
+          context=oblivious)
+def _():
+    def forward(self, x, y):
+        return x.expand(y.shape[0], -1) * y
+    return module(forward), (r(1, 4), r(3, 4)), {}, {"x": (DYNAMIC, None), "y": (DYNAMIC, None)}
+
+
+# ---- deferred
+
+@deferred("unbacked_size_minus_one", "test_unbacked_infer_size",
+          probes=lambda: [((torch.tensor([1]),), {}), ((torch.tensor([0]),), {})])
+def _():
+    def forward(self, x):
+        u0 = x.item()
+        torch._check_is_size(u0)
+        t = torch.zeros(u0 - 1)
+        return t + t
+    return module(forward), (torch.tensor([5]),), {}, None
+
+
+@deferred("unbacked_pad_tolist", "test_unbacked_pad",
+          probes=lambda: [((torch.tensor([6, 6, 6]), torch.tensor([-5, 9, 0, 8])), {})])
+def _():
+    def forward(self, xs, pad):
+        u0, u1, u2 = xs.tolist()
+        x = torch.ones(u0, u1, u2)
+        pl0, pr0, pl1, pr1 = pad.tolist()
+        return F.pad(x, (pl0, pr0, pl1, pr1))
+    return module(forward), (torch.tensor([6, 6, 6]), torch.tensor([2, -2, 1, 0])), {}, None
+
+
+@deferred("unbacked_sum_unsqueeze", "test_unbacked_unsqueeze",
+          probes=lambda: [((torch.tensor([1, 2]),), {})])
+def _():
+    def forward(self, xs):
+        u0, u1 = xs.tolist()
+        return torch.zeros(1, u0 + u1).contiguous().unsqueeze(-1)
+    return module(forward), (torch.tensor([5, 6]),), {}, None
+
+
+@deferred("unbacked_bincount_minlength", "test_unbacked_bincount",
+          probes=lambda: [((torch.tensor([5, 10]),), {})])
+def _():
+    def forward(self, xs):
+        u0, u1 = xs.tolist()
+        return torch.bincount(torch.ones(u0, dtype=torch.int64), minlength=u1)
+    return module(forward), (torch.tensor([20, 10]),), {}, None
+
+
+@deferred("unbacked_expand_matmul", "test_unbacked_3d_matmul",
+          probes=lambda: [((r(4, 3), torch.tensor(6, dtype=torch.int)), {})])
+def _():
+    def forward(self, x, repeat):
+        u0 = repeat.item()
+        t1 = x.unsqueeze(1).expand(x.size(0), u0 // 2, x.size(-1))
+        return torch.matmul(t1, torch.ones(3))
+    return module(forward), (r(4, 3), torch.tensor(2, dtype=torch.int)), {}, {"x": (Dim("n"), None),
+                                                                             "repeat": None}
+
+
+@deferred("layer_norm_unbacked_shape", "test_layer_norm_unbacked_normalized_shape")
+def _():
+    def forward(self, scalar, weight, bias):
+        u1 = scalar.item()
+        y = torch.ones(2, u1)
+        return F.layer_norm(y, normalized_shape=(u1,), weight=weight, bias=bias)
+    return module(forward), (torch.scalar_tensor(6, dtype=torch.int32), r(6), r(6)), {}, None
+
+
+@deferred("check_eq_commuted", "test_torch_check_eq_commutativity (M1)",
+          probes=lambda: [((torch.tensor(5), torch.tensor(3), torch.tensor(3), r(1)), {})])
+def _():
+    def forward(self, x1, x2, x3, y):
+        z1, z2, z3 = x1.item(), x2.item(), x3.item()
+        torch._check(z1 == (z2 + z3))
+        return y * 2 if z2 + z3 == z1 else y + 3
+    return module(forward), (torch.tensor(6), torch.tensor(3), torch.tensor(3), r(1)), {}, None
+
+
+@deferred("check_ne_commuted", "test_torch_check_eq_commutativity (M2)",
+          probes=lambda: [((torch.tensor(6), torch.tensor(3), torch.tensor(3), r(1)), {})])
+def _():
+    def forward(self, x1, x2, x3, y):
+        z1, z2, z3 = x1.item(), x2.item(), x3.item()
+        torch._check(z1 != (z2 + z3))
+        return y * 2 if z2 + z3 == z1 else y + 3
+    return module(forward), (torch.tensor(6), torch.tensor(6), torch.tensor(6), r(1)), {}, None
+
+
+@deferred("item_select_2d", "test_multidimensional_slicing",
+          probes=lambda: [((torch.tensor(12), torch.ones(10, 10)), {})])
+def _():
+    def forward(self, x, y):
+        b = x.item()
+        torch._check(b >= 0)
+        torch._check(b < y.shape[0])
+        return y[0, b]
+    return module(forward), (torch.tensor(4), r(10, 10)), {}, {"x": None, "y": (Dim("a"), Dim("b"))}
+
+
+@deferred("topk_nonzero_slice", "test_unbacked_slice")
+def _():
+    def forward(self, scores, score_thr, topk, results=None):
+        valid_mask = scores > score_thr
+        scores = scores[valid_mask]
+        valid_idxs = torch.nonzero(valid_mask)
+        num_topk = torch.minimum(topk, torch.tensor(valid_idxs.shape[0])).item()
+        torch._check_is_size(num_topk)
+        torch._check(scores.shape[0] >= num_topk)
+        scores, idxs = scores.sort(descending=True)
+        scores = scores[:num_topk]
+        keep_idxs, labels = valid_idxs[idxs[:num_topk]].unbind(dim=1)
+        return scores, labels, keep_idxs
+    score = torch.tensor([[0.1, 0.3, 0.2], [0.12, 0.7, 0.9], [0.02, 0.8, 0.08], [0.4, 0.1, 0.08]])
+    return module(forward), (score, 0.15, torch.tensor(4), {"bbox_pred": r(4, 2)}), {}, None
+
+
+@deferred("masked_select_view_linear", "test_unbacked_linear_layer_norm_input")
+def _():
+    def forward(self, x, mask):
+        view = x.masked_select(mask).view(-1, 12)
+        return self.lin(view), self.norm(view)
+    mask = torch.tensor([[True], [False], [True], [True], [False], [True]])
+    m = module(forward, lin=nn.Linear(12, 4), norm=nn.LayerNorm(12))
+    return m, (r(6, 12), mask), {}, None
+
+
+@deferred("tolist_reshape_other", "test_simple_unbacked_view (Foov2)",
+          probes=lambda: [((torch.tensor([5, 5]),), {}), ((torch.tensor([4, 5]),), {})])
+def _():
+    def forward(self, xs):
+        a, b = xs.tolist()
+        return torch.zeros(a).reshape(b)
+    return module(forward), (torch.tensor([4, 4]),), {}, None
+
+
+@deferred("item_min_pow", "test_math_pow",
+          probes=lambda: [((torch.tensor(20), r(5)), {})])
+def _():
+    import math
+
+    def forward(self, x, y):
+        b = x.item()
+        p = math.pow(min(b, 10), 2)
+        return y * p
+    return module(forward), (torch.tensor(5), r(5)), {}, {"x": None, "y": (Dim("n"),)}
+
+
+@deferred("item_max_floor_ones", "test_export_max_nonstrict (FooMax)",
+          probes=lambda: [((torch.tensor(2000),), {})])
+def _():
+    def forward(self, x):
+        return torch.ones(max(x.item(), 16))
+    return module(forward), (torch.tensor(4),), {}, None
+
+
+@deferred("tolist_returned", "test_tolist")
+def _():
+    def forward(self, x):
+        return x.tolist()
+    return module(forward), (torch.ones(3, dtype=torch.int),), {}, None
+
+
+@deferred("narrow_item_checked", "test_suggested_fixes_for_data_dependent_errors_puzzlers (cf_implicitsize)",
+          probes=lambda: [((torch.tensor(-1), r(10)), {}), ((torch.tensor(12), r(10)), {})])
+def _():
+    def forward(self, x, y):
+        i = x.item()
+        torch._check(i >= 0)
+        return y.narrow(0, i, 1).squeeze()
+    return module(forward), (torch.tensor(2), r(10)), {}, {"x": None, "y": (Dim("n"),)}
+
+
+@deferred("stack_narrow_item_checked",
+          "test_suggested_fixes_for_data_dependent_errors_puzzlers (cf_stacklist)")
+def _():
+    def forward(self, xs, y):
+        i = y.item()
+        torch._check(i >= 0)
+        return torch.stack(xs, 0).narrow(0, i, 1).squeeze()
+    return module(forward), ([torch.ones(5) * i for i in range(6)], torch.tensor(2)), {}, None
+
+
+@deferred("diff_tolist_split", "test_suggested_fixes_for_data_dependent_errors_puzzlers (cf_tensorsplit)")
+def _():
+    def forward(self, x, offsets):
+        lengths = torch.diff(offsets).tolist()
+        out, start = [], 0
+        for length in lengths:
+            out.append(x.narrow(0, start, length))
+            start += length
+        return out
+    return module(forward), (torch.arange(10), torch.tensor([0, 2, 5, 7, 10])), {}, None
+
+
+@deferred("narrow_item_unchecked", "test_no_suggested_fixes_for_data_dependent_errors")
+def _():
+    def forward(self, xs, y):
+        return torch.stack(xs, 0).narrow(0, y.item(), 1).squeeze()
+    return module(forward), ([torch.ones(5) * i for i in range(6)], torch.tensor(2)), {}, None
+
+
+@deferred("items_view_reshape", "test_suggested_fixes_for_data_dependent_errors_basic (M_v0)",
+          probes=lambda: [((torch.tensor([2, 3, 3], dtype=torch.int32),), {}),
+                          ((torch.tensor([2, 3, 4], dtype=torch.int32),), {})])
+def _():
+    def forward(self, t):
+        items = [t[i].item() for i in range(t.numel())]
+        z = torch.ones([items[0], items[1]])
+        return z.view(items[0], items[2]) + 1
+    return module(forward), (torch.tensor([1, 4, 4], dtype=torch.int32),), {}, None
+
+
+@deferred("nonzero_cond_size", "test_unbacked_to_cond",
+          probes=lambda: [((torch.tensor([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0]),), {})])
+def _():
+    def forward(self, a):
+        az = a.nonzero()
+        return torch.cond(az.size(0) > 3, lambda x: (x + 1).sum(), lambda x: (x + 3).sum(), (az,)) * 2
+    return module(forward), (torch.tensor([1.0, 2.0, 0.0, 3.0, 4.0, 0.0, 5.0]),), {}, None
+
+
+@deferred("nonzero_scalar_input", "test_nonzero_dynamic (0-d input)")
+def _():
+    def forward(self, x, as_tuple):
+        return torch.nonzero(x, as_tuple=as_tuple)
+    return module(forward), (torch.tensor(10), False), {}, {"x": None, "as_tuple": None}
+
+
+# ---- second batch: 0/1 examples under backed_size_oblivious, unbacked sizes beside dynamic dims, more ops
+
+@zero_one("derived_double_root_one_oblivious",
+          "test_derived_dim_1_2 (2*dx, root example 1) under backed_size_oblivious",
+          context=oblivious)
+def _():
+    def forward(self, x, y):
+        return x + y[::2]
+    dx = Dim("dx", min=1, max=8)
+    return module(forward), (r(1), r(2)), {}, ({0: dx}, {0: 2 * dx})
+
+
+@zero_one("derived_root_only_oblivious",
+          "test_derived_dim_basic (only the derived dim named) under backed_size_oblivious",
+          context=oblivious)
+def _():
+    def forward(self, y):
+        return y[1:] * 2
+    dx = Dim("dx", min=1, max=8)
+    return module(forward), (r(2),), {}, ({0: dx + 1},)
+
+
+@zero_one("derived_root_example_one_plain", "test_derived_dim_1_2 (root example 1, no switch)")
+def _():
+    def forward(self, x, y):
+        return x + y[1:]
+    dx = Dim("dx", min=1, max=4)
+    return module(forward), (r(1, 2), r(2, 2)), {}, ({0: dx, 1: None}, {0: dx + 1, 1: None})
+
+
+@zero_one("dynamic_zero_example_oblivious",
+          "test_dim_dynamic_specialization (example 0) under backed_size_oblivious",
+          context=oblivious)
+def _():
+    def forward(self, x):
+        return x.sum(0) + x.shape[0]
+    return module(forward), (r(0, 3),), {}, {"x": {0: DYNAMIC}}
+
+
+@zero_one("dynamic_one_broadcast_oblivious",
+          "test_dim_dynamic_specialization: DYNAMIC example 1 broadcast (oblivious)",
+          context=oblivious)
+def _():
+    def forward(self, x, y):
+        return x + y
+    return module(forward), (r(1, 4), r(3, 4)), {}, {"x": (DYNAMIC, None), "y": None}
+
+
+@zero_one("auto_slice_relation_oblivious",
+          "test_dim_auto_and_dim (x[1:] + y, example 2 and 1) under oblivious",
+          context=oblivious)
+def _():
+    def forward(self, x, y):
+        return x[1:] + y
+    return module(forward), (r(2), r(1)), {}, {"x": (AUTO,), "y": (AUTO,)}
+
+
+@zero_one("reshape_batch_one_oblivious", "test_reshape_view_backed_size_oblivious (named batch example 1)",
+          context=oblivious)
+def _():
+    def forward(self, x):
+        return x.reshape(-1, 4).sum(0) + x.reshape(x.shape[0], 2, 2).sum((1, 2)).sum()
+    return module(forward), (r(1, 4),), {}, {"x": (Dim("n"), None)}
+
+
+@zero_one("matmul_batch_one_oblivious", "test_baddbmm (bmm with a batch of 1, oblivious)", context=oblivious)
+def _():
+    def forward(self, x, y):
+        return torch.bmm(x, y)
+    b = Dim("b")
+    return module(forward), (r(1, 2, 3), r(1, 3, 4)), {}, {"x": (b, None, None), "y": (b, None, None)}
+
+
+@zero_one("cat_named_one_oblivious",
+          "torch.export docs: cat with a size-1 example (oblivious)", context=oblivious)
+def _():
+    def forward(self, x, y):
+        return torch.cat([x, y], dim=0).mean(0)
+    return module(forward), (r(1, 3), r(4, 3)), {}, {"x": (Dim("a"), None), "y": (Dim("c"), None)}
+
+
+@zero_one("int_input_one_dynamic", "test_symint_input_basic (an int input of 1, DYNAMIC)")
+def _():
+    def forward(self, x, n):
+        return x * n + x.shape[0]
+    return module(forward), (r(3), 1), {}, {"x": (DYNAMIC,), "n": DYNAMIC}
+
+
+@case("mark_dynamic_without_spec", "torch.export docs: torch._dynamo.mark_dynamic on an example input")
+def _():
+    def forward(self, x):
+        return x * 2
+    x = r(4, 3)
+    torch._dynamo.mark_dynamic(x, 0)
+    return module(forward), (x,), {}, None
+
+
+@deferred("item_plus_dim_full", "test_export_inline_constraints with a dynamic dim",
+          probes=lambda: [((r(5, 2), torch.tensor(-9)), {})])
+def _():
+    def forward(self, x, n):
+        k = n.item()
+        torch._check(k >= 0)
+        return torch.zeros(x.shape[0] + k, x.shape[1])[: x.shape[0]] + x
+    return module(forward), (r(4, 2), torch.tensor(3)), {}, {"x": (Dim("a"), Dim("b")), "n": None}
+
+
+@deferred("nonzero_cat_dynamic", "test_nonzero_dynamic (cat with a dynamic input)")
+def _():
+    def forward(self, x, y):
+        nz = torch.nonzero(x).float()
+        return torch.cat([nz, y], dim=0)
+    return module(forward), (torch.tensor([[1, 0], [0, 1], [1, 1]]), r(3, 2)), {}, {"x": (Dim("n"), None),
+                                                                                    "y": (Dim("m"), None)}
+
+
+@deferred("boolean_mask_index_dynamic", "test_masked_select_dynamic (x[mask] with a named dim)")
+def _():
+    def forward(self, x):
+        return x[x > 0].sum() + x.shape[0]
+    return module(forward), (r(6, 3),), {}, {"x": (Dim("n"), None)}
+
+
+@deferred("item_equals_twice_dim", "test_replaced_unbacked_bindings (an item tied to 2 * a dim)",
+          probes=lambda: [((r(4), torch.tensor(9)), {})])
+def _():
+    def forward(self, x, n):
+        k = n.item()
+        torch._check(k == 2 * x.shape[0])
+        return torch.ones(k) * 3 + x.repeat(2)
+    return module(forward), (r(4), torch.tensor(8)), {}, {"x": (Dim("d", max=32),), "n": None}
+
+
+@deferred("repeat_interleave_tensor_repeats", "test_export.py repeat_interleave tests (tensor repeats)")
+def _():
+    def forward(self, x, reps):
+        return x.repeat_interleave(reps, dim=0) * 2
+    n = Dim("n")
+    return module(forward), (r(3, 2), torch.tensor([1, 2, 3])), {}, {"x": (n, None), "reps": (n,)}
+
+
+@deferred("split_by_tolist_checked",
+          "test_suggested_fixes_for_data_dependent_errors_puzzlers (split by sizes)",
+          probes=lambda: [((r(6), torch.tensor([1, 2, 4])), {})])
+def _():
+    def forward(self, x, sizes):
+        parts = sizes.tolist()
+        for p in parts:
+            torch._check(p >= 0)
+        torch._check(sum(parts) == x.shape[0])
+        return [t * 2 for t in torch.split(x, parts)]
+    return module(forward), (r(6), torch.tensor([1, 2, 3])), {}, {"x": (Dim("n"),), "sizes": None}
+
+
+@deferred("unbacked_zeros_like_dim", "test_unbacked_infer_size with a dynamic feature dim")
+def _():
+    def forward(self, x, n):
+        k = n.item()
+        torch._check(k >= 1)
+        z = torch.zeros(k, x.shape[1])
+        return torch.cat([z, x]).sum(0)
+    return module(forward), (r(3, 4), torch.tensor(2)), {}, {"x": (Dim("a"), Dim("b")), "n": None}
+
+
+@pattern("chunk_three_auto", "torch.export docs: chunk of a dynamic dim")
+def _():
+    def forward(self, x):
+        return [c.sum(0) for c in x.chunk(3)]
+    return module(forward), (r(7, 2),), {}, {"x": (AUTO, None)}
+
+
+@pattern("adaptive_pool_dynamic", "torch.export docs: adaptive pooling from dynamic H, W")
+def _():
+    def forward(self, x):
+        return F.adaptive_avg_pool2d(x, (2, 2))
+    return module(forward), (r(1, 2, 7, 9),), {}, {"x": {2: Dim("h", min=2), 3: Dim("w", min=2)}}
+
+
+@pattern("conv1d_same_padding", "test_conv_dynamic (Conv1d padding='same', dilation 2)")
+def _():
+    def forward(self, x):
+        return self.conv(x)
+    conv = nn.Conv1d(2, 3, 3, padding="same", dilation=2)
+    return module(forward, conv=conv), (r(2, 2, 9),), {}, {"x": (Dim("b"), None, Dim("t"))}
+
+
+@pattern("gather_along_dynamic", "torch.export docs: gather with index sized by a dim")
+def _():
+    def forward(self, x, idx):
+        return x.gather(1, idx)
+    idx = torch.tensor([[0, 1], [2, 0], [1, 1]])
+    return module(forward), (r(3, 4), idx), {}, {"x": (Dim("n"), Dim("m")), "idx": (Dim("n"), Dim("k"))}
+
+
+@pattern("roll_flip_dynamic", "torch.export docs: roll and flip over dynamic dims")
+def _():
+    def forward(self, x):
+        return x.roll(1, 0).flip(1) + x
+    return module(forward), (r(4, 5),), {}, {"x": (DYNAMIC, DYNAMIC)}
+
+
+@pattern("pixel_shuffle_dynamic", "torch.export docs: pixel_shuffle with dynamic H, W")
+def _():
+    def forward(self, x):
+        return F.pixel_shuffle(x, 2)
+    return module(forward), (r(2, 8, 3, 5),), {}, {"x": (Dim("b"), None, Dim("h"), Dim("w"))}
+
+
+@pattern("heads_split_view", "torch.export docs: view into heads with dynamic batch and time")
+def _():
+    def forward(self, x):
+        b, t, d = x.shape
+        return x.view(b, t, 2, d // 2).transpose(1, 2).reshape(b * 2, t, d // 2)
+    return module(forward), (r(2, 5, 8),), {}, {"x": (Dim("b"), Dim("t"), None)}
+
+
+@pattern("slice_last_three_named", "test_export_slice_maxsize (negative start on a dynamic dim)")
+def _():
+    def forward(self, x):
+        return x[-3:] * 2
+    return module(forward), (r(5, 2),), {}, {"x": (Dim("n"), None)}
+
+
+@pattern("interpolate_size_from_int", "test_symint_input_basic (an int input as an interpolate size)")
+def _():
+    def forward(self, x, n):
+        return F.interpolate(x, size=(n, n), mode="nearest")
+    return module(forward), (r(1, 2, 4, 4), 6), {}, {"x": (None, None, AUTO, AUTO), "n": DYNAMIC}
+
+
+@pattern("scatter_add_dynamic", "torch.export docs: scatter_add into a dynamic dim")
+def _():
+    def forward(self, x, idx, src):
+        return x.scatter_add(0, idx, src)
+    idx = torch.tensor([[0, 1, 2], [1, 0, 0]])
+    n, k = Dim("n"), Dim("k")
+    return module(forward), (torch.zeros(3, 3), idx, r(2, 3)), {}, {"x": (n, None), "idx": (k, None),
+                                                                    "src": (k, None)}
