@@ -2305,6 +2305,15 @@ def _():
     return module(forward), (r(1, 2), r(2, 2)), {}, ({0: dx, 1: None}, {0: dx + 1, 1: None})
 
 
+@zero_one("derived_before_root_example_one_oblivious",
+          "test_derived_dim_1_2 under backed_size_oblivious, the derived input first", context=oblivious)
+def _():
+    def forward(self, y, x):
+        return x + y[1:]
+    dx = Dim("dx", min=1, max=4)
+    return module(forward), (r(2, 2), r(1, 2)), {}, ({0: dx + 1, 1: None}, {0: dx, 1: None})
+
+
 @zero_one("broadcast_named_one_oblivious", "test_baddbmm: a size-1 example broadcasting (oblivious)",
           context=oblivious)
 def _():

@@ -402,3 +402,38 @@ def test_no_warning_when_the_checks_leave_the_dynamic_dim_more_than_one_size():
         warnings.simplefilter("always")
         shapeproof.export(model, (torch.randn(2, 3, 8, 12),), dynamic_shapes=spec)
     assert not [w for w in caught if "accept one size only" in str(w.message)]
+
+
+class CheckedSize(torch.nn.Module):
+    def __init__(self, size: int):
+        super().__init__()
+        self.size = size
+
+    def forward(self, x):
+        torch._check(x.shape[0] == self.size)
+        return x * 2
+
+
+def test_a_dynamic_dim_that_must_be_one_under_backed_size_oblivious_exports_like_torch_with_a_warning():
+    """torch lets a Dim.DYNAMIC dim become 0 or 1 (its constraint never complains of those) and checks it
+    on the inputs; shapeproof exports the same program, and says that it accepts that one size."""
+    spec = {"x": (DYNAMIC, None)}
+    args = (torch.randn(1, 4),)
+    with torch.fx.experimental._config.patch(backed_size_oblivious=True):
+        theirs = _torch(CheckedSize(1), args, spec)
+        with pytest.warns(UserWarning, match=r"accept one size only of these Dim.DYNAMIC.* x.size\(0\) = 1;"):
+            ours = shapeproof.export(CheckedSize(1), args, dynamic_shapes=spec)
+    for program in (theirs, ours):
+        assert torch.equal(program.module()(args[0]), args[0] * 2)
+        assert _rejects(program, torch.randn(2, 4))
+
+
+def test_a_dynamic_dim_that_must_be_another_single_size_is_still_an_error():
+    """The same check of size 3: torch's Dim.DYNAMIC error, and shapeproof's naming the dim."""
+    spec = {"x": (DYNAMIC, None)}
+    args = (torch.randn(3, 4),)
+    with torch.fx.experimental._config.patch(backed_size_oblivious=True):
+        with pytest.raises(Exception, match="Constraints violated"):
+            _torch(CheckedSize(3), args, spec)
+        with pytest.raises(ExportError, match=r"x.size\(0\)"):
+            shapeproof.export(CheckedSize(3), args, dynamic_shapes=spec)
