@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from shapeproof.shapes import DimKind, Explanation, GuardReport, ShapeEnv
+from shapeproof.shapes.symbols import specialization_lines
 from shapeproof.tracer.torch_internals import UserError, UserErrorType
 
 __all__ = ["ExportError"]
@@ -44,13 +45,11 @@ class ExportError(UserError):
         super().__init__(UserErrorType.CONSTRAINT_VIOLATION, self._message())
 
     def _message(self) -> str:
-        n = len(self.violations) + len(self.report.specialized)
+        specialized = specialization_lines(self.report.specialized)
+        n = len(self.violations) + len(specialized)
         lines = [f"shapeproof could not export: {n} requirement(s) of the traced program do not hold for "
                  "every input in the declared ranges."]
-        for source, size, declared in self.report.specialized:
-            lines.append(f"\n- {source} is declared dynamic {declared} but the example input has size "
-                         f"{size}, which torch.export specializes to a constant. Use an example with a size "
-                         ">= 2 there.")
+        lines += [f"\n- {line}." for line in specialized]
         for ex in self.violations[:_MAX_LISTED]:
             dims = ", ".join(f"{d.path} = {d.name}" if d.name != d.path else d.path
                              for d in ex.dims) or "inputs"

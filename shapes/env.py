@@ -42,7 +42,7 @@ from .explain import explain as _explain
 from .provenance import Provenance, capture
 from .records import Guard, Purpose, Query, RuntimeAssert
 from .report import produce_guards as _produce_guards
-from .symbols import DimKind, Range, Source, SymbolInfo, span_str
+from .symbols import DimKind, Range, Source, Specialization, SymbolInfo, span_str
 
 __all__ = ["ShapeEnv"]
 
@@ -79,7 +79,7 @@ class ShapeEnv:
         self.runtime_asserts: list[RuntimeAssert] = []
         self.queries: list[Query] = []
         self.notes: list[str] = []
-        self.specialized: list[tuple[Source, int, Range]] = []   # dims declared dynamic whose example was 0/1
+        self.specialized: list[Specialization] = []     # dims declared dynamic whose example was 0/1
         self.graph = DependencyGraph()
         # symbol introduced by divisibility -> its value in inputs
         self.derived: dict[Symbol, Expr] = {}
@@ -119,11 +119,12 @@ class ShapeEnv:
             raise InputOutOfRange(f"the example input has {source} = {hint}, outside the declared range "
                                   f"{span_str((lo, hi))}" + (f" of {dim_name}" if dim_name else ""))
         if hint in (0, 1) and specialize:
-            self.notes.append(f"{source} is {hint} in the example input, so it is specialized to the "
-                              f"constant {hint} (torch.export treats example sizes 0 and 1 as static); "
-                              f"use an example with {source} >= 2 to keep it dynamic")
-            if declared is not None:
-                self.specialized.append((source, hint, (lo, hi)))
+            if declared is not None:       # an error, which says it
+                self.specialized.append(Specialization(source, hint, (lo, hi), dim_name))
+            else:
+                self.notes.append(f"{source} is {hint} in the example input, so it is specialized to the "
+                                  f"constant {hint} (torch.export treats example sizes 0 and 1 as static); "
+                                  f"use an example with {source} >= 2 to keep it dynamic")
             return Integer(hint)
         if dim_name is not None and dim_name in self._by_dim_name:
             existing = self.symbols[self._by_dim_name[dim_name]]

@@ -22,6 +22,7 @@ from markupsafe import Markup
 
 from .explain import Explanation
 from .report import GuardReport
+from .symbols import specialization_lines
 
 __all__ = ["dependency_svg", "render_html"]
 
@@ -211,7 +212,8 @@ def render_html(env, report: GuardReport, *, title: str, model: str = "", export
         title=title, model=model, exported=exported, took=took, tiles=_tiles(report, env, discharged),
         guard_strategies=_by(Counter(g.verdict.strategy for g in report.guards if g.verdict)),
         discharged_strategies=_by(Counter(q.strategy for q in discharged)),
-        combined_fixes=report.combined_fixes or [], specialized=report.specialized, failure=failure,
+        combined_fixes=report.combined_fixes or [], specialized=specialization_lines(report.specialized),
+        failure=failure,
         notes=list(notes), cards=[_card_view(env, c) for c in cards],
         failed=sum(1 for c in cards if c.status == "refuted"), discharged=_discharged(env, discharged),
         discharged_count=len(discharged), program=program)

@@ -22,7 +22,7 @@ from shapeproof.solver import Verdict
 
 from .fixes import Fix, FixKind, joint_fixes, suggest_fixes
 from .records import Guard
-from .symbols import DimKind
+from .symbols import DimKind, Specialization
 from .view import EnvView
 
 __all__ = ["Violation", "GuardReport", "produce_guards", "lift"]
@@ -53,7 +53,7 @@ class GuardReport:
     violations: list[Violation]
     unproven: list[Guard]
     zero_one: list[ZeroOneWarning]
-    specialized: list[tuple]          # (source, example size, declared range) of dims declared dynamic
+    specialized: list[Specialization]   # dims declared dynamic whose example value is 0 or 1
     # one verified fix per dim that satisfies every violation at once
     combined_fixes: list[Fix] | None = None
     # refuted guards on dims the spec lets export narrow (Dim.AUTO/DYNAMIC, relations between named dims):

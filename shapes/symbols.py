@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import NamedTuple
 
 from sympy import Symbol
 
 from .provenance import Provenance
 
-__all__ = ["DimKind", "Source", "SymbolInfo", "Range", "span_str"]
+__all__ = ["DimKind", "Source", "SymbolInfo", "Range", "Specialization", "span_str", "specialization_lines"]
 
 Range = tuple  # (lo, hi), inclusive, None for unbounded
 
@@ -79,3 +80,28 @@ class SymbolInfo:
         if self.dim_name:
             return self.dim_name
         return self.sources[0].path if self.sources else self.symbol.name
+
+
+class Specialization(NamedTuple):
+    """A dim declared dynamic whose example value is 0 or 1, which torch.export makes a constant."""
+
+    source: Source
+    size: int
+    declared: Range
+    dim_name: str | None = None     # the user's Dim, when one was named
+
+
+def specialization_lines(found: list[Specialization]) -> list[str]:
+    """One sentence per declared dim (a Dim shared by inputs, or the root of a derived dim, is one)."""
+    by_dim: dict[str, list[Specialization]] = {}
+    for s in found:
+        by_dim.setdefault(s.dim_name or str(s.source), []).append(s)
+    lines = []
+    for label, entries in by_dim.items():
+        inputs = ", ".join(f"{e.source} = {e.size}" for e in entries if str(e.source) != label)
+        named = f"{label} ({inputs})" if inputs else label
+        size, declared = entries[0].size, span_str(entries[0].declared)
+        lines.append(f"{named} is declared dynamic {declared} but its example value is {size}, which "
+                     f"torch.export specializes to a constant: use an example with {label} >= 2, or make it "
+                     f"static ({label} = {size})")
+    return lines

@@ -15,7 +15,7 @@ from shapeproof.solver import Solver
 from .graph import DependencyGraph
 from .knowledge import Knowledge
 from .records import Guard
-from .symbols import Range, Source, SymbolInfo
+from .symbols import Specialization, SymbolInfo
 
 __all__ = ["EnvView"]
 
@@ -24,7 +24,7 @@ class EnvView(Protocol):
     symbols: dict[Symbol, SymbolInfo]
     derived: dict[Symbol, Expr]          # symbol introduced by divisibility -> its value in inputs
     guards: list[Guard]
-    specialized: list[tuple[Source, int, Range]]
+    specialized: list[Specialization]
     graph: DependencyGraph
     solver: Solver
     knowledge: Knowledge                 # what guards taught: replacements (a dim eliminated), facts

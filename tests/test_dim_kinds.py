@@ -437,3 +437,22 @@ def test_a_dynamic_dim_that_must_be_another_single_size_is_still_an_error():
             _torch(CheckedSize(3), args, spec)
         with pytest.raises(ExportError, match=r"x.size\(0\)"):
             shapeproof.export(CheckedSize(3), args, dynamic_shapes=spec)
+
+
+class AddShifted(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y[1:]
+
+
+def test_a_dim_and_its_derived_dim_specialized_by_an_example_of_one_are_one_requirement():
+    """torch: "Constraints violated (dx, dx + 1)" with the fix ``dx = 1``; shapeproof names the Dim once,
+    with the input that gave it, and the same fix."""
+    dx = Dim("dx", min=1, max=4)
+    args, spec = (torch.randn(1, 2), torch.randn(2, 2)), ({0: dx}, {0: dx + 1})
+    with pytest.raises(Exception, match=r"dx = 1"):
+        _torch(AddShifted(), args, spec)
+    with pytest.raises(ExportError) as caught:
+        shapeproof.export(AddShifted(), args, dynamic_shapes=spec)
+    message = str(caught.value)
+    assert "1 requirement(s)" in message and message.count("is declared dynamic") == 1
+    assert "dx (x.size(0) = 1) is declared dynamic [1, 4]" in message and "(dx = 1)" in message
