@@ -12,6 +12,7 @@ import torch
 from torch.export import ExportedProgram
 
 from shapeproof.shapes import DimKind, GuardReport, Query, ShapeEnv
+from shapeproof.shapes.report import asserts_that_narrow
 from shapeproof.solver import DEFAULT_TIMEOUT
 from shapeproof.tracer import strategy_named
 from shapeproof.tracer.module_state import ModuleState
@@ -156,7 +157,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
             raise error(notes, search.regions, narrowing) from first.failure
         if first.failure is not None:
             raise first.failure
-        notes = _unproven_note(report, strategy) + _unread_note(first)
+        notes = _unproven_note(report, strategy) + _unread_note(first) + _asserts_note(first, timeout)
         search = None
         if report.restrictions:
             # torch.export keeps these as input checks; other traces may show that the program serves
@@ -267,6 +268,20 @@ def _unread_note(first) -> list[str]:
     shown = "; ".join(str(g) for g in unread[:3]) + (f" (+{len(unread) - 3} more)" if len(unread) > 3 else "")
     return [f"{len(unread)} guard(s) could not be read by the engine; the program checks them on its inputs "
             f"and may reject shapes inside the declared ranges: {shown}"]
+
+
+def _asserts_note(first, timeout: float) -> list[str]:
+    """Runtime asserts that reject sizes inside the declared ranges (guards deferred by
+    ``prefer_deferred_runtime_asserts_over_guards``): torch.export's program rejects them too, silently."""
+    engine = first.engine
+    narrowing = asserts_that_narrow(engine, engine.strategy, timeout)
+    if not narrowing:
+        return []
+    shown = "; ".join(f"{engine.render(ra.condition)}" + (f" ({ra.where})" if ra.where else "")
+                      for ra in narrowing[:3])
+    more = f" (+{len(narrowing) - 3} more)" if len(narrowing) > 3 else ""
+    return [f"the program asserts at run time what the code needs of the input sizes, which some sizes in "
+            f"the declared ranges fail (as torch.export's does): {shown}{more}"]
 
 
 def _unproven_note(report: GuardReport, strategy: str) -> list[str]:

@@ -309,7 +309,8 @@ def _export_once(model, args, kwargs, spec, strategy: str, timeout: float, optio
     """``(engine, torch_env, program or None, failure or None)`` of one ``torch.export.export`` call that
     follows sizes through ``buffers``, its engine asking ``solver``."""
     engine = ShapeEnv(strategy=strategy, timeout=timeout, solver=solver)
-    context, torch_env = engine_tracing(engine, dim_specs(spec), buffers)
+    prefer_deferred = bool((options or {}).get("prefer_deferred_runtime_asserts_over_guards", False))
+    context, torch_env = engine_tracing(engine, dim_specs(spec), buffers, prefer_deferred)
     program, failure = None, None
     with context:
         try:

@@ -21,11 +21,11 @@ from shapeproof import solver as S
 from shapeproof.solver import Verdict
 
 from .fixes import Fix, FixKind, joint_fixes, suggest_fixes
-from .records import Guard
+from .records import Guard, RuntimeAssert
 from .symbols import DimKind, Specialization
 from .view import EnvView
 
-__all__ = ["Violation", "GuardReport", "produce_guards", "lift"]
+__all__ = ["Violation", "GuardReport", "produce_guards", "lift", "asserts_that_narrow"]
 
 _EVERY_SIZE = 64     # _narrows_alone tries the first this many sizes of a named dim (all of a shorter range)
 
@@ -323,3 +323,22 @@ def produce_guards(env: EnvView, strategy="cascade", timeout: float = 2.0) -> Gu
     together = _pinned_together(env, restrictions, strategy, timeout) if not violations else []
     return GuardReport(list(env.guards), violations, unproven, zero_one, list(env.specialized), combined,
                        restrictions, together, pinned_zero_one)
+
+
+def asserts_that_narrow(env: EnvView, strategy="cascade", timeout: float = 2.0) -> list[RuntimeAssert]:
+    """Runtime asserts over input sizes alone, one a named dim at least, that fail for some sizes in the
+    ranges (export's ``prefer_deferred_runtime_asserts_over_guards`` makes guards such asserts): the program
+    rejects those sizes when it runs, which the caller should say (as for guards, what ops need of
+    ``Dim.AUTO``/``Dim.DYNAMIC`` dims alone is what those kinds ask export to infer)."""
+    found = []
+    for ra in env.runtime_asserts:
+        lifted = lift(env, ra.condition)
+        syms = lifted.free_symbols
+        infos = [env.symbols.get(s) for s in syms]
+        if not infos or not all(i is not None and i.backed for i in infos) or not any(
+                i.kind is DimKind.STRICT for i in infos if i is not None):
+            continue
+        if env.solver.prove(lifted, ranges=_initial_ranges(env, syms), strategy=strategy,
+                            timeout=timeout).refuted:
+            found.append(ra)
+    return found

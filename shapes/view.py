@@ -14,7 +14,7 @@ from shapeproof.solver import Solver
 
 from .graph import DependencyGraph
 from .knowledge import Knowledge
-from .records import Guard
+from .records import Guard, RuntimeAssert
 from .symbols import Specialization, SymbolInfo
 
 __all__ = ["EnvView"]
@@ -24,6 +24,7 @@ class EnvView(Protocol):
     symbols: dict[Symbol, SymbolInfo]
     derived: dict[Symbol, Expr]          # symbol introduced by divisibility -> its value in inputs
     guards: list[Guard]
+    runtime_asserts: list[RuntimeAssert]
     specialized: list[Specialization]
     graph: DependencyGraph
     solver: Solver

@@ -456,3 +456,52 @@ def test_a_dim_and_its_derived_dim_specialized_by_an_example_of_one_are_one_requ
     message = str(caught.value)
     assert "1 requirement(s)" in message and message.count("is declared dynamic") == 1
     assert "dx (x.size(0) = 1) is declared dynamic [1, 4]" in message and "(dx = 1)" in message
+
+
+class HalfView(torch.nn.Module):
+    def forward(self, x):
+        return x.view(x.shape[0] // 2, -1) * 2
+
+
+class BranchOnSize(torch.nn.Module):
+    def forward(self, x):
+        if x.shape[0] > 4:
+            return x * 2
+        return x + 1
+
+
+def _asserts(program) -> int:
+    return sum(1 for n in program.graph.nodes if n.target is torch.ops.aten._assert_scalar.default)
+
+
+def test_deferred_asserts_replace_guards_like_torchs_and_what_they_reject_is_said():
+    """``prefer_deferred_runtime_asserts_over_guards``: torch exports the view over a named dim with its
+    guards as asserts in the graph (rejecting n = 7, which eager accepts) and says nothing; shapeproof's
+    program asserts in the graph too, rejects the same sizes, and warns."""
+    spec, args = {"x": {0: Dim("n", min=2, max=64)}}, (torch.randn(8, 3),)
+    options = dict(prefer_deferred_runtime_asserts_over_guards=True)
+    theirs = torch.export.export(HalfView(), args, dynamic_shapes=spec, strict=False, **options)
+    with pytest.warns(UserWarning, match=r"asserts at run time .* \(n % \(n // 2\)\) == 0"):
+        ours = shapeproof.export(HalfView(), args, dynamic_shapes=spec, **options)
+    assert _asserts(theirs) and _asserts(ours) and not ours._guards_code
+    for n in (6, 7, 9):
+        x = torch.randn(n, 3)
+        assert _rejects(ours, x) == _rejects(theirs, x) == (n != 6)
+    x = torch.randn(6, 3)
+    torch.testing.assert_close(ours.module()(x), HalfView()(x))
+
+
+def test_a_deferred_guard_that_narrows_a_named_range_is_still_an_error():
+    """torch narrows n to 5..64 with the branch guard (no assert is left) and fails on the named Dim; the
+    engine must see that guard too, or the program would run the x > 4 path for n = 3."""
+    spec, args = {"x": {0: Dim("n", min=2, max=64)}}, (torch.randn(8, 3),)
+    options = dict(prefer_deferred_runtime_asserts_over_guards=True)
+    with pytest.raises(Exception, match=r"Constraints violated \(n\)"):
+        torch.export.export(BranchOnSize(), args, dynamic_shapes=spec, strict=False, **options)
+    with pytest.raises(ExportError, match=r"n > 4"):
+        shapeproof.export(BranchOnSize(), args, dynamic_shapes=spec, **options)
+    auto = {"x": {0: AUTO}}
+    theirs = torch.export.export(BranchOnSize(), args, dynamic_shapes=auto, strict=False, **options)
+    ours = shapeproof.export(BranchOnSize(), args, dynamic_shapes=auto, **options)
+    for program in (theirs, ours):
+        assert _rejects(program, torch.randn(3, 3)) and not _rejects(program, torch.randn(5, 3))

@@ -180,6 +180,7 @@ class EngineShapeEnv(TorchShapeEnv):
         self.unmirrored: list = []
         self.mirrored: set[int] = set()  # indices into self.guards of guards the engine records and judges
         self._producing_guards = False
+        self._evaluating = 0            # depth of evaluate_expr calls (their guards may be deferred)
         # set by engine_tracing: sizes followed through small tensors
         self.size_tracker: SizeTracker | None = None
         self.bool_symbols: set = set()  # unbacked symbols torch made for booleans of data (``bool(t)``)
@@ -376,6 +377,7 @@ class EngineShapeEnv(TorchShapeEnv):
         if self.size_tracker is not None:
             self.size_tracker.flush()
         before = len(self.guards)
+        self._evaluating += 1
         try:
             result = super().evaluate_expr(orig_expr, hint, fx_node, size_oblivious, fallback_value,
                                            forcing_spec=forcing_spec)
@@ -383,6 +385,8 @@ class EngineShapeEnv(TorchShapeEnv):
             if isinstance(exc, TorchDataDependentError):
                 raise
             raise self._data_dependent(exc) from None
+        finally:
+            self._evaluating -= 1
         self._mirror_guards(before)
         return result
 
@@ -395,6 +399,15 @@ class EngineShapeEnv(TorchShapeEnv):
             cond = self._convert(orig_expr)
             if cond is not None:
                 self.engine.record_runtime_assert(cond, _provenance(), str(msg or ""))
+        elif self._evaluating and self.prefer_deferred_runtime_asserts_over_guards:
+            # export's ``prefer_deferred_runtime_asserts_over_guards``: evaluate_expr defers its guard here,
+            # after narrowing ranges or replacing symbols by it, which can leave nothing to assert; the
+            # program then relies on the narrowed range, which the engine judges as the guard it is
+            cond = self._convert(orig_expr)
+            if cond is None:
+                self.unmirrored.append(orig_expr)
+            else:
+                self.engine.record_guard(cond, where=_provenance())
         return result
 
     def _assert_count(self) -> int:
@@ -509,16 +522,19 @@ def _warn_only(context):
 
 
 def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None,
-                   buffers: dict[int, torch.Tensor] | None = None):
+                   buffers: dict[int, torch.Tensor] | None = None, prefer_deferred_asserts: bool = False):
     """Context in which ``torch.export.export(strict=False)`` traces with ``engine`` deciding shapes.
 
     Uses export's documented reuse of an ambient TracingContext's fake mode
     (``_export/non_strict_utils.make_fake_inputs``); ``tracked_fakes=[]`` is
     required there.  The fake mode follows sizes through small tensors
     (``size_tracking``), including the model's ``buffers`` (by ``id``; see
-    ``small_buffers``).  Returns ``(context manager, EngineShapeEnv)``.
+    ``small_buffers``).  ``prefer_deferred_asserts`` is export's
+    ``prefer_deferred_runtime_asserts_over_guards``, which export would have
+    given the ShapeEnv it builds itself.  Returns ``(context manager, EngineShapeEnv)``.
     """
-    torch_env = EngineShapeEnv(engine=engine, dim_specs=dim_specs, tracked_fakes=[], trace_asserts=True)
+    torch_env = EngineShapeEnv(engine=engine, dim_specs=dim_specs, tracked_fakes=[], trace_asserts=True,
+                               prefer_deferred_runtime_asserts_over_guards=prefer_deferred_asserts)
     fake_mode = EngineFakeTensorMode(shape_env=torch_env, allow_non_fake_inputs=True, export=True,
                                      constants=buffers)
     torch_env.size_tracker = fake_mode.size_tracker
