@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.export import ExportedProgram
 
-from shapeproof.shapes import DimKind, GuardReport, Query, ShapeEnv
-from shapeproof.shapes.report import asserts_that_narrow
+from shapeproof.shapes import DimKind, GuardReport, Query, ShapeEnv, asserts_that_narrow
 from shapeproof.solver import DEFAULT_TIMEOUT
 from shapeproof.tracer import strategy_named
 from shapeproof.tracer.module_state import ModuleState

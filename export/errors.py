@@ -1,8 +1,7 @@
 """``ExportError``: why an export failed, leading with what the user controls."""
 from __future__ import annotations
 
-from shapeproof.shapes import DimKind, Explanation, GuardReport, ShapeEnv
-from shapeproof.shapes.symbols import specialization_lines
+from shapeproof.shapes import DimKind, Explanation, GuardReport, ShapeEnv, specialization_lines
 from shapeproof.tracer.torch_internals import UserError, UserErrorType
 
 __all__ = ["ExportError"]

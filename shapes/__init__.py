@@ -12,16 +12,17 @@ from .html_report import render_html
 from .inputs import InputError, check_name, check_span
 from .provenance import Frame, Provenance, capture, is_user_frame
 from .records import Guard, Query, RuntimeAssert
-from .report import GuardReport, Violation, lift
+from .report import GuardReport, Violation, asserts_that_narrow, lift
 from .standalone import explain_guard
-from .symbols import DimKind, Source, SymbolInfo
+from .symbols import DimKind, Source, Specialization, SymbolInfo, specialization_lines
 
 __all__ = [
-    "ShapeEnv", "DimKind", "Source", "SymbolInfo", "Guard", "RuntimeAssert", "Query", "GuardReport",
-    "Violation",
+    "ShapeEnv", "DimKind", "Source", "SymbolInfo", "Specialization", "Guard", "RuntimeAssert", "Query",
+    "GuardReport", "Violation",
     "Explanation", "DimInfo", "explain", "explain_guard", "Fix", "FixKind", "dim_fix", "joint_fixes",
     "Provenance", "Frame", "capture",
     "ShapeError", "DataDependentError", "CheckFailed", "InputOutOfRange",
     # for the tracer and export
-    "is_user_frame", "lift", "InputError", "check_name", "check_span", "render_html",
+    "is_user_frame", "lift", "InputError", "check_name", "check_span", "render_html", "asserts_that_narrow",
+    "specialization_lines",
 ]
