@@ -80,8 +80,15 @@ def apply_fixes(spec, fixes, input_names: tuple[str, ...] = ()) -> Any:
         if fix.kind != "rewrite":
             by_dim.setdefault(fix.dim, []).append(fix)
     shared: dict[str, Dim] = {}
+    roots: dict[str, Any] = {}
 
     def replace(dim: Dim):
+        if isinstance(dim, DerivedDim) and dim.root.__name__ in by_dim:
+            # a fix names the root of ``32*h``: fix it once for all its derived dims, keep the relations
+            name = dim.root.__name__
+            if name not in roots:
+                roots[name] = replace(dim.root)
+            return None if roots[name] is None else dim.fn(roots[name])
         chosen = by_dim.get(dim.__name__)
         if not chosen:
             return dim

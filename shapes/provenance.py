@@ -25,9 +25,10 @@ _PACKAGE_ROOT = os.path.normcase(os.path.dirname(os.path.dirname(os.path.abspath
 # The engine's own layers; tests, benchmarks and bundled example models count as user code.
 _ENGINE_ROOTS = tuple(os.path.join(_PACKAGE_ROOT, layer) + os.sep
                       for layer in ("solver", "shapes", "tracer", "export"))
-# Library code that users write models with still counts as "theirs" when it
-# is a model definition (transformers' modeling files are what users read).
-_USER_LIBRARIES = ("transformers" + os.sep,)
+# Library code that users write models with still counts as "theirs" when it is a model definition,
+# what users read: transformers' modeling files, and the ``models`` packages of torchvision, timm,
+# torchaudio, diffusers and the like (never torch's own).
+_TRANSFORMERS = "transformers" + os.sep
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,17 @@ def _is_user_file(filename: str) -> bool:
         return False
     if any(path.startswith(root) for root in _LIBRARY_ROOTS):
         rest = next(path[len(root):] for root in _LIBRARY_ROOTS if path.startswith(root))
-        return rest.startswith(_USER_LIBRARIES) and os.sep + "modeling" in path
+        return _is_model_definition(rest)
     return True
+
+
+def _is_model_definition(library_path: str) -> bool:
+    """Whether a file inside site-packages (``library_path`` relative to it) defines models."""
+    parts = library_path.split(os.sep)
+    package, folders = parts[0], parts[1:-1]
+    if package == "transformers":
+        return os.sep + "modeling" in os.sep + library_path
+    return package != "torch" and "models" in folders
 
 
 def is_user_frame(frame) -> bool:

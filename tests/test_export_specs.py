@@ -101,3 +101,18 @@ def test_a_fix_that_leaves_one_size_makes_the_dim_static():
     kept = apply_fixes(spec,
                        [Fix("multiple", "H", "H = 32*Dim('H_32', min=2, max=8)", min=2, max=8, modulus=32)])
     assert str(kept[0][2]) == str(32 * Dim("H_32", min=2, max=8)) and kept[0][3] is w
+
+
+def test_a_fix_of_the_root_of_derived_dims_rewrites_the_root_and_keeps_the_relations():
+    """The fix names ``h``, the spec holds ``32*h`` and ``32*h + 1``: both follow the one new root."""
+    from shapeproof.export.specs import apply_fixes
+    from shapeproof.shapes.fixes import Fix
+
+    h = Dim("h", min=1, max=8)
+    spec = {"x": {2: 32 * h}, "y": {0: 32 * h + 1}}
+    fixed = apply_fixes(spec, [Fix("range", "h", "h = Dim('h', min=2, max=3)", min=2, max=3)])
+    x_dim, y_dim = fixed["x"][2], fixed["y"][0]
+    assert x_dim.root is y_dim.root and (x_dim.root.min, x_dim.root.max) == (2, 3)
+    assert (x_dim.min, x_dim.max, y_dim.min, y_dim.max) == (64, 96, 65, 97)
+    static = apply_fixes(spec, [Fix("range", "h", "h = 2", min=2, max=2)])
+    assert static["x"][2] is None and static["y"][0] is None

@@ -364,3 +364,17 @@ def test_knowledge_substitutes_each_shared_subterm_once_and_keeps_the_value():
     assert len(knowledge._terms) <= 8 * 40              # each distinct subterm once (a tree: 2**40)
     for value in (1, 2, 7, 50, 100):                    # (no ``x`` left: evaluating needs only ``k``)
         assert evaluate_term(substituted, {k: value}) == evaluate_term(term, {x: 4 * value})
+
+
+@pytest.mark.parametrize("library_file, theirs", [
+    ("torchvision/models/swin_transformer.py", True), ("timm/models/vision_transformer.py", True),
+    ("transformers/models/bert/modeling_bert.py", True), ("transformers/utils/generic.py", False),
+    ("torch/nn/modules/conv.py", False), ("torch/models/anything.py", False), ("six.py", False),
+    ("numpy/core/fromnumeric.py", False),
+])
+def test_model_definitions_in_libraries_count_as_the_users_code(library_file, theirs):
+    """A guard asked in torchvision's or timm's model code names that line, not the caller's export call."""
+    import os
+    import sysconfig
+    from shapeproof.shapes.provenance import _is_user_file
+    assert _is_user_file(os.path.join(sysconfig.get_paths()["purelib"], library_file)) is theirs
