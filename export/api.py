@@ -19,8 +19,8 @@ from shapeproof.tracer.module_state import ModuleState
 from .errors import ExportError
 from .narrow import widest_single_program
 from .regions import (
-    TRACES_PER_REGION, RegionSearch, bound_arguments, data_dependent_cause, python_guard, search_regions,
-    set_input_checks, trace, variable_sources,
+    TRACES_PER_REGION, RegionSearch, accepted_sizes, bound_arguments, data_dependent_cause, python_guard,
+    search_regions, set_input_checks, trace, variable_sources,
 )
 from .specs import apply_fixes, normalize_spec
 from .split import SplitProgram, split_program
@@ -142,6 +142,8 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
                 return result(_serving(search), search)
             if search.covered and split:
                 return result(split_program(model, first, search), search)
+            if all(v.torch_keeps for v in report.violations):
+                return result(*_kept_like_torch(first, search))
             narrowing, unfinished = None, None
             if not split and len(search.traces) > 1:
                 # without a budget of the caller's, narrowing may take as long again as the export so far,
@@ -187,6 +189,29 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
         return result(first.program, search, _warn(notes + _restriction_notes(first.engine, report, split)))
     finally:
         after_first.restore()
+
+
+def _kept_like_torch(first, search: RegionSearch) -> tuple:
+    """``(program, search, warnings)`` where torch.export keeps every violated guard as an input check
+    (guards on roots of derived dims no input carries): the program of the first trace's group, checking
+    its inputs against the region it serves, which holds torch's own."""
+    region = search.regions[0] if search.regions else None
+    sources = variable_sources(first.sizes)
+    check = None if region is None else python_guard(region.predicate, sources)
+    if region is None or check is None or region.program is None:
+        program, predicate = first.program, first.region
+    else:
+        set_input_checks(region.traces[0], check)
+        program, predicate = region.program, region.predicate
+    symbols = first.engine.symbols
+    roots = sorted({symbols[s].label for v in first.report.violations for s in v.lifted.free_symbols
+                    if symbols[s].uncarried_root})
+    accepted = accepted_sizes(predicate, search.box) if predicate is not None else None
+    return program, search, _warn([
+        f"the program checks on its inputs what the code needs of {', '.join(roots)}, the root(s) of derived "
+        "dims that no input carries, as torch.export does (it keeps such guards as input checks)"
+        + (f": it accepts {accepted}" if accepted else "")
+        + "; export with split=True for one package covering every region"])
 
 
 def _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split, one_program_only,

@@ -24,6 +24,7 @@ as its own guards, so every combination of pad branches is traced once).
 from __future__ import annotations
 
 import inspect
+import itertools
 import math
 import mmap
 import time
@@ -744,6 +745,41 @@ def variable_sources(sizes: dict[str, Expr]) -> dict[Symbol, str]:
         text = name if b == 0 else f"({name} - {b})"
         out[var] = text if a == 1 else f"({text} // {a})"
     return out
+
+
+def accepted_sizes(predicate: F.Formula, box: dict, limit: int = 4096) -> str | None:
+    """What ``predicate`` accepts of ``box``, for messages (``3 of 64 (h, w): h in 2..3, w in 2..3``); None
+    where the box is unbounded or has more than ``limit`` points."""
+    syms = sorted(predicate.free_symbols, key=str)
+    if not syms or any(s not in box or None in box[s] for s in syms):
+        return None
+    spans: list[tuple[int, int]] = [box[s] for s in syms]
+    total = math.prod(hi - lo + 1 for lo, hi in spans)
+    if total > limit:
+        return None
+    seen: dict[Symbol, set[int]] = {s: set() for s in syms}
+    count = 0
+    for values in itertools.product(*(range(lo, hi + 1) for lo, hi in spans)):
+        point = dict(zip(syms, values))
+        if truth(predicate, point) is True:
+            count += 1
+            for s, v in point.items():
+                seen[s].add(v)
+    names = ", ".join(s.name for s in syms)
+    return (f"{count} of {total} ({names})" + (": " + ", ".join(f"{s.name} in {_runs(sorted(seen[s]))}"
+                                                                  for s in syms) if count else ""))
+
+
+def _runs(values: list[int]) -> str:
+    """``[2, 3, 4, 7]`` as ``2..4, 7``."""
+    runs: list[list[int]] = []
+    for v in values:
+        if runs and v == runs[-1][1] + 1:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    text = ", ".join(f"{a}..{b}" if b > a else str(a) for a, b in runs)
+    return text if len(runs) == 1 else "{" + text + "}"
 
 
 def python_guard(predicate: F.Formula, sources: dict[Symbol, str]) -> str | None:

@@ -92,7 +92,7 @@ class ShapeEnv:
     def create_backed_symbol(self, hint: int, source: Source | str, declared: Range | None = None,
                              name: str | None = None, dim_name: str | None = None, dynamic: bool = True,
                              is_size: bool = True, kind: DimKind = DimKind.STRICT,
-                             specialize_zero_one: bool | None = None) -> Expr:
+                             specialize_zero_one: bool | None = None, uncarried_root: bool = False) -> Expr:
         """A symbol for an input size (or, with ``is_size=False``, an input int) whose example value is
         ``hint``.
 
@@ -102,7 +102,9 @@ class ShapeEnv:
         ``specialize_zero_one`` overrides the environment's setting for this
         symbol (torch's ``backed_size_oblivious`` keeps 0/1 examples symbolic);
         the tracer must pass what torch decided, or the two would disagree on
-        whether the dim is a constant.
+        whether the dim is a constant.  ``uncarried_root``: the symbol is the
+        root ``h`` of derived dims (``32*h``) and no input's dim is ``h`` itself
+        (see ``SymbolInfo.uncarried_root``).
         """
         source = source if isinstance(source, Source) else Source(source)
         if not dynamic:
@@ -129,13 +131,14 @@ class ShapeEnv:
         if dim_name is not None and dim_name in self._by_dim_name:
             existing = self.symbols[self._by_dim_name[dim_name]]
             existing.sources.append(source)
+            existing.uncarried_root = existing.uncarried_root and uncarried_root
             self.graph.add_symbol(existing.symbol, source.path)
             return self._current(existing.symbol)
         sym = Symbol(name or f"s{len(self.symbols)}", integer=True)
         declared = (lo if lo is not None else 0, hi)
         tracing_lo = max(2, declared[0]) if specialize else declared[0]
         info = SymbolInfo(sym, True, hint, [source], declared, (tracing_lo, hi), size_like=True,
-                          dim_name=dim_name, kind=kind)
+                          dim_name=dim_name, kind=kind, uncarried_root=uncarried_root)
         if declared[0] < tracing_lo:
             info.notes.append(f"sizes {declared[0]}..{tracing_lo - 1} are allowed by the spec and assumed to "
                               f"behave like size {tracing_lo} (torch.export's 0/1 convention)")

@@ -39,6 +39,9 @@ class Violation:
     verdict: Verdict
     counterexample: dict[str, int]    # by the user's names (Dim names or source paths)
     fixes: list[Fix] = field(default_factory=list)
+    # torch.export keeps it as an input check instead of failing: it is on roots of derived dims that no
+    # input carries (``x.size(1) > 100`` with ``x.size(1) = 32*h``) and leaves them more than one size
+    torch_keeps: bool = False
 
 
 @dataclass
@@ -133,6 +136,29 @@ def _tolerated(env: EnvView, guard: Guard, lifted: S.Formula, counterexample: di
     taught = _roots(env, guard.taught)
     return not any(_narrows_alone(env, lifted, info, counterexample, strategy, timeout)
                    for info in strict if info.symbol in taught)
+
+
+def _kept_by_torch(env: EnvView, lifted: S.Formula, strategy: str, timeout: float) -> bool:
+    """Whether torch.export keeps this refuted guard as an input check: its named dims are all roots of
+    derived dims that no input carries, and it leaves each more than one size (torch raises where such a
+    root becomes a constant)."""
+    infos = [env.symbols[s] for s in lifted.free_symbols]
+    strict = [info for info in infos if info.kind is DimKind.STRICT]
+    return (bool(strict) and all(info.backed for info in infos)
+            and all(info.uncarried_root for info in strict)
+            and not any(_made_constant(env, lifted, info, strategy, timeout) for info in strict))
+
+
+def _made_constant(env: EnvView, lifted: S.Formula, info, strategy: str, timeout: float) -> bool:
+    """Whether ``lifted`` leaves ``info``'s dim a single size: torch replaced it, or the guard on it alone
+    allows only its example size."""
+    if info.fixed is not None:
+        return True
+    if lifted.free_symbols != {info.symbol}:
+        return False
+    only_hint = S.disj(S.neg(lifted), S.eq(info.symbol, info.hint))
+    return env.solver.prove(only_hint, ranges={info.symbol: info.range}, strategy=strategy,
+                            timeout=timeout).proven
 
 
 def _restates_an_adopted_range(env: EnvView, lifted: S.Formula, strategy: str, timeout: float) -> bool:
@@ -316,6 +342,7 @@ def produce_guards(env: EnvView, strategy="cascade", timeout: float = 2.0) -> Gu
                         key=lambda v: v.guard.index)
     restrictions = [r for r in restrictions if id(r) not in pinned]
     for violation in violations:
+        violation.torch_keeps = _kept_by_torch(env, violation.lifted, strategy, timeout)
         violation.fixes = suggest_fixes(env, violation.guard, violation.lifted, timeout)
         if id(violation) in pinned and not any(f.kind == "static" for f in violation.fixes):
             violation.fixes.insert(0, _static_fix(env, pinned[id(violation)]))

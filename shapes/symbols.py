@@ -68,6 +68,9 @@ class SymbolInfo:
     dim_name: str | None = None     # the user's Dim name, e.g. "T"
     kind: DimKind = DimKind.STRICT
     fixed: int | None = None        # the one size the tracer specialized the dim to (torch replaced it)
+    # the root ``h`` of derived dims (``32*h``) that no input has as a dim of its own: torch.export keeps a
+    # guard on it that leaves it more than one size as an input check (``Violation.torch_keeps``)
+    uncarried_root: bool = False
     notes: list[str] = field(default_factory=list)
 
     @property

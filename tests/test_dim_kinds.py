@@ -505,3 +505,66 @@ def test_a_deferred_guard_that_narrows_a_named_range_is_still_an_error():
     ours = shapeproof.export(BranchOnSize(), args, dynamic_shapes=auto, **options)
     for program in (theirs, ours):
         assert _rejects(program, torch.randn(3, 3)) and not _rejects(program, torch.randn(5, 3))
+
+
+class BranchOnWidth(torch.nn.Module):
+    def forward(self, x):
+        if x.shape[1] > 100:
+            return x * 2
+        return x + 1
+
+
+class PinnedWidth(torch.nn.Module):
+    def forward(self, x):
+        torch._check(x.shape[1] == 128)
+        return x * 2
+
+
+def test_a_guard_on_the_root_of_a_derived_dim_no_input_carries_is_an_input_check_like_torchs():
+    """``x.size(1) = 32*h``: torch keeps ``x.size(1) > 100`` as an input check (h >= 4), no error; shapeproof
+    exports the same program (the other side is another program) and says what it accepts."""
+    h = Dim("h", min=1, max=8)
+    spec, args = {"x": {1: 32 * h}}, (torch.randn(2, 128),)
+    theirs = _torch(BranchOnWidth(), args, spec)
+    accepts = r"needs of h, the root\(s\) of derived dims .* accepts 5 of 7 \(h\): h in 4\.\.8"
+    with pytest.warns(UserWarning, match=accepts):
+        ours = shapeproof.export(BranchOnWidth(), args, dynamic_shapes=spec)
+    for width in (96, 128, 256):
+        x = torch.randn(2, width)
+        assert _rejects(ours, x) == _rejects(theirs, x) == (width < 100)
+        if width > 100:
+            torch.testing.assert_close(ours.module()(x), x * 2)
+
+
+def test_a_guard_that_makes_such_a_root_a_constant_is_still_an_error():
+    """torch: "specialized it to be a constant (128)"; shapeproof names the guard."""
+    h = Dim("h", min=1, max=8)
+    spec, args = {"x": {1: 32 * h}}, (torch.randn(2, 128),)
+    with pytest.raises(Exception, match="specialized it to be a constant"):
+        _torch(PinnedWidth(), args, spec)
+    with pytest.raises(ExportError, match=r"the program needs"):
+        shapeproof.export(PinnedWidth(), args, dynamic_shapes=spec)
+
+
+class PadToThree(torch.nn.Module):
+    def forward(self, x):
+        pad = (3 - x.shape[1] % 3) % 3
+        if pad > 0:
+            x = torch.nn.functional.pad(x, (0, pad))
+        return x.view(x.shape[0], -1, 3).sum(-1)
+
+
+def test_a_pad_branch_on_such_a_root_exports_one_program_for_every_multiple():
+    """The pad branch over ``32*h``: torch keeps the branch as an input check; shapeproof's region search
+    finds that the padding program serves the other side too (a pad of 0), so no check is left."""
+    h = Dim("h", min=1, max=8)
+    spec, args = {"x": {1: 32 * h}}, (torch.randn(2, 64),)
+    theirs = _torch(PadToThree(), args, spec)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ours = shapeproof.export(PadToThree(), args, dynamic_shapes=spec)
+    assert not [w for w in caught if "root(s) of derived dims" in str(w.message)]
+    assert _rejects(theirs, torch.randn(2, 96))        # 96 % 3 == 0: the other side of torch's check
+    for width in (64, 96, 128, 192, 256):
+        x = torch.randn(2, width)
+        torch.testing.assert_close(ours.module()(x), PadToThree()(x))

@@ -257,7 +257,8 @@ class EngineShapeEnv(TorchShapeEnv):
             carried = own is not None and own.root is None
             self._roots[root.name] = self.engine.create_backed_symbol(
                 hint, Source(root.name), declared=(root.min, root.max), name=f"{root.name}_root",
-                dim_name=root.name, specialize_zero_one=False if keep_zero_one and carried else None)
+                dim_name=root.name, specialize_zero_one=False if keep_zero_one and carried else None,
+                uncarried_root=not carried)
         return self._roots[root.name]
 
     def _set_replacement(self, a, tgt, msg):
