@@ -182,13 +182,20 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
             if kept is not None:
                 set_input_checks(search.regions[0].traces[0], kept)
                 further = "" if search.covered else ", or with a time_budget to look for a wider program"
+                accepted = accepted_sizes(search.regions[0].predicate, search.box)
                 return result(search.regions[0].program, search, _warn(notes + [
                     "the program rejects inputs outside its region (like torch.export, which keeps guards "
-                    f"over several dims as input checks): {kept}; export with split=True for one package "
-                    f"covering every region{further}"]))
+                    f"over several dims as input checks): {_cut(kept)}"
+                    + (f"; it accepts {accepted}" if accepted else "")
+                    + f"; export with split=True for one package covering every region{further}"]))
         return result(first.program, search, _warn(notes + _restriction_notes(first.engine, report, split)))
     finally:
         after_first.restore()
+
+
+def _cut(text: str) -> str:
+    """A long input check, as a warning shows it (the program holds all of it)."""
+    return text if len(text) <= REGION_WIDTH else text[:REGION_WIDTH] + " ..."
 
 
 def _kept_like_torch(first, search: RegionSearch) -> tuple:

@@ -250,3 +250,16 @@ def test_the_next_trace_is_taken_near_the_example_where_a_dim_has_no_upper_end()
     # where the regions cover everything near, the far point stands
     covering = [parse_condition("T <= 1000")]
     assert _next_point(first, covering, {t: (2, None)}, {"T": 10**6}, "cascade", 5.0) == {"T": 10**6}
+
+
+def test_what_a_region_accepts_is_counted_over_a_small_box_and_not_over_a_large_one():
+    from shapeproof import solver as S
+    from shapeproof.export.regions import accepted_sizes
+
+    h, w = S.symbol("h"), S.symbol("w")
+    region = S.conj(S.le(h, 3), S.ne(S.Mod(w, 3), 1))
+    box = {h: (2, 8), w: (2, 8)}
+    assert accepted_sizes(region, box) == "10 of 49 (h, w): h in 2..3, w in {2..3, 5..6, 8}"
+    assert accepted_sizes(S.gt(h, 9), {h: (2, 8)}) == "0 of 7 (h)"
+    assert accepted_sizes(region, {h: (2, 8), w: (2, None)}) is None          # unbounded
+    assert accepted_sizes(region, {h: (1, 1000), w: (1, 1000)}) is None       # too many to count
