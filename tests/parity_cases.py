@@ -388,7 +388,8 @@ def _():
     return module(forward), (r(4, 4), r(5, 4)), {}, {"x": (AUTO, AUTO), "y": (AUTO, AUTO)}
 
 
-@case("view_even_multiple", "test_export_mod_constraints")
+@case("view_even_multiple", "test_export_mod_constraints",
+      probes=lambda: [((r(3, 5),), {}), ((r(5, 6),), {})])
 def _():
     def forward(self, x):
         return x.view(x.shape[0] - 1, -1)
@@ -1860,15 +1861,20 @@ def _():
     return m, args, {}, shapes.dynamic_shapes(m, args)
 
 
-@case("additional_inputs_dataclass_int", "test_additional_inputs_constants")
-def _():
+def _mixed_inputs_case(second: _MixedInput):
+    """A model over ``_MixedInput`` exported with ``AdditionalInputs`` of the example and ``second``."""
     def forward(self, d):
         return d.n + d.scale + d.t
     args = (_MixedInput(True, 3, 3.0, torch.ones(3)),)
     more = torch.export.AdditionalInputs()
     more.add(args)
-    more.add((_MixedInput(True, 4, 3.0, torch.ones(4)),))
+    more.add((second,))
     return module(forward), args, {}, more
+
+
+@case("additional_inputs_dataclass_int", "test_additional_inputs_constants")
+def _():
+    return _mixed_inputs_case(_MixedInput(True, 4, 3.0, torch.ones(4)))
 
 
 @case("keyword_only_and_varargs", "test_export_func_with_keyword_only_args (dynamic dims)")
@@ -1959,17 +1965,6 @@ def _():
     return module(forward), (r(2), 0, 2), {}, (None, DYNAMIC, DYNAMIC)
 
 
-@case("buffer_mutation_dynamic_batch", "test_export_for_training_with_dynamic_shapes (add_ on input)")
-def _():
-    def forward(self, x):
-        x.add_(5)
-        self.buffer.add_(5)
-        return x + self.buffer.sum()
-    m = module(forward)
-    m.register_buffer("buffer", torch.ones(4, 4))
-    return m, (torch.ones(4, 4),), {}, ({0: Dim("x")},)
-
-
 @case("state_shape_attribute_dynamic", "test_state_shape_attribute_assignment (dynamic batch)")
 def _():
     def forward(self, x):
@@ -1980,27 +1975,12 @@ def _():
     return m, (r(20, 10),), {}, {"x": {0: Dim("batch")}}
 
 
-@case("max_of_shapes_list_auto", "test_export_max_nonstrict (max/min over a list of sizes)")
-def _():
-    def forward(self, x, y):
-        return max([x.shape[0], y.shape[0], x.shape[0]]) + min([x.shape[0], y.shape[0], x.shape[0]])
-    return module(forward), (r(4, 4), r(4, 4)), {}, {"x": {0: AUTO}, "y": {0: AUTO}}
-
-
 @case("named_dims_mostly_shared_square", "test_export_api_with_dynamic_shapes (bounds, mostly shared)")
 def _():
     def forward(self, x, y):
         return torch.matmul(x, y)
     batch, size = Dim("batch", min=2, max=16), Dim("size")
     return module(forward), (r(4, 3, 3), r(4, 3, 3)), {}, {"x": (batch, size, size), "y": (batch, size, size)}
-
-
-@case("view_even_half_dim", "test_export_mod_constraints (second spec)",
-      probes=lambda: [((r(3, 5),), {}), ((r(5, 6),), {})])
-def _():
-    def forward(self, x):
-        return x.view(x.shape[0] - 1, -1)
-    return module(forward), (r(3, 4),), {}, {"x": (None, 2 * Dim("_dim1_x", max=4000))}
 
 
 # ---- spec-errors
@@ -2055,24 +2035,12 @@ def _():
 
 @spec_error("additional_inputs_float_changes", "test_additional_inputs_constants (a float differs)")
 def _():
-    def forward(self, d):
-        return d.n + d.scale + d.t
-    args = (_MixedInput(True, 3, 3.0, torch.ones(3)),)
-    more = torch.export.AdditionalInputs()
-    more.add(args)
-    more.add((_MixedInput(True, 3, 4.0, torch.ones(3)),))
-    return module(forward), args, {}, more
+    return _mixed_inputs_case(_MixedInput(True, 3, 4.0, torch.ones(3)))
 
 
 @spec_error("additional_inputs_bool_changes", "test_additional_inputs_constants (a bool differs)")
 def _():
-    def forward(self, d):
-        return d.n + d.scale + d.t
-    args = (_MixedInput(True, 3, 3.0, torch.ones(3)),)
-    more = torch.export.AdditionalInputs()
-    more.add(args)
-    more.add((_MixedInput(False, 3, 3.0, torch.ones(3)),))
-    return module(forward), args, {}, more
+    return _mixed_inputs_case(_MixedInput(False, 3, 3.0, torch.ones(3)))
 
 
 def _inferred_basic(bad):
