@@ -608,7 +608,35 @@ def _next_point(first: Trace, regions: list, box: dict, counterexample: dict, st
         found = _other_side(first, regions, where, strategy, timeout)
         if found is not None:
             return found
-    return nearer(F.disj(*regions), counterexample, nearby, strategy, timeout)
+    covered = F.disj(*regions)
+    return toward(covered, nearer(covered, counterexample, nearby, strategy, timeout), first.point, box)
+
+
+def toward(covered: F.Formula, point: dict[str, int], example: dict[str, int], box: dict) -> dict[str, int]:
+    """``point`` (outside ``covered``) moved toward ``example``, one variable at a time, as far as it stays
+    outside: the solver's corner crosses every guard at once (a 2x2 image, which a strided model cannot
+    even trace), a point next to the example crosses one (64x32 for a 64x64 example)."""
+    by_name = {s.name: s for s in box}
+
+    def outside(p: dict[str, int]) -> bool:
+        return truth(covered, {by_name[n]: v for n, v in p.items() if n in by_name}) is False
+
+    current = dict(point)
+    for name, goal in example.items():
+        if name not in by_name or name not in current or current[name] == goal:
+            continue
+        if outside({**current, name: goal}):
+            current[name] = goal
+            continue
+        known, beyond = current[name], goal          # outside at ``known``, not at ``beyond``
+        while abs(beyond - known) > 1:
+            middle = (known + beyond) // 2
+            if outside({**current, name: middle}):
+                known = middle
+            else:
+                beyond = middle
+        current[name] = known
+    return current
 
 
 def nearer(goal: F.Formula, counterexample: dict, nearby: dict, strategy: str, timeout: float) -> dict:

@@ -568,3 +568,28 @@ def test_a_pad_branch_on_such_a_root_exports_one_program_for_every_multiple():
     for width in (64, 96, 128, 192, 256):
         x = torch.randn(2, width)
         torch.testing.assert_close(ours.module()(x), PadToThree()(x))
+
+
+class StridedConvs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = torch.nn.Sequential(*[torch.nn.Conv2d(3 if i == 0 else 4, 4, 3, stride=2, padding=1)
+                                           for i in range(5)])
+
+    def forward(self, x):
+        return self.convs(x).mean((2, 3))
+
+
+def test_dynamic_strided_convs_widen_past_torchs_check_with_one_trace_next_to_the_example():
+    """torch keeps ``1 + (W - 1) // 32 != 1`` (a feature map of width 1) as an input check of its program;
+    shapeproof's one widening trace is taken at W = 32 (the solver's corner, 2x2, cannot be traced), and
+    its program serves narrow images too, with a warning saying it checks its region."""
+    model, spec = StridedConvs().eval(), {"x": {0: DYNAMIC, 2: DYNAMIC, 3: DYNAMIC}}
+    args = (torch.randn(2, 3, 64, 64),)
+    theirs = _torch(model, args, spec)
+    with pytest.warns(UserWarning, match="rejects inputs outside its region"):
+        ours = shapeproof.export(model, args, dynamic_shapes=spec)
+    narrow = torch.randn(1, 3, 64, 20)
+    assert _rejects(theirs, narrow) and not _rejects(ours, narrow)
+    with torch.no_grad():
+        torch.testing.assert_close(ours.module()(narrow), model(narrow))

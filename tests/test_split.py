@@ -247,9 +247,23 @@ def test_the_next_trace_is_taken_near_the_example_where_a_dim_has_no_upper_end()
     regions = [parse_condition("T % 7 == 2")]
     point = _next_point(first, regions, {t: (2, None)}, {"T": 7 * 10**9}, "cascade", 5.0)
     assert 2 <= point["T"] <= max(NEAR * 30, 30 + NEAR_SLACK) and point["T"] % 7 != 2
-    # where the regions cover everything near, the far point stands
+    # where the regions cover everything near, the far point is brought as near as it stays outside them
     covering = [parse_condition("T <= 1000")]
-    assert _next_point(first, covering, {t: (2, None)}, {"T": 10**6}, "cascade", 5.0) == {"T": 10**6}
+    assert _next_point(first, covering, {t: (2, None)}, {"T": 10**6}, "cascade", 5.0) == {"T": 1001}
+
+
+def test_the_next_trace_crosses_as_few_guards_as_it_can():
+    """The solver's point for strided convs' ``(W - 1) // 32 != 0`` over H, W is a corner (2x2, which the
+    model cannot trace); the next trace is taken next to the example instead: W = 32, the rest as there."""
+    from types import SimpleNamespace
+
+    from shapeproof.export.regions import _next_point
+
+    h, w = symbol("H"), symbol("W")
+    first = SimpleNamespace(point={"H": 64, "W": 64}, branches=[], region=None)
+    regions = [parse_condition("((H - 1) // 32 != 0) and ((W - 1) // 32 != 0) and ((W - 1) // 2 != 0)")]
+    box = {h: (2, None), w: (2, None)}
+    assert _next_point(first, regions, box, {"H": 2, "W": 2}, "cascade", 5.0) == {"H": 64, "W": 32}
 
 
 def test_what_a_region_accepts_is_counted_over_a_small_box_and_not_over_a_large_one():
