@@ -355,12 +355,17 @@ def _():
     return module(forward), args, {}, more
 
 
-@case("nested_list_spec", "test_mismatched_dynamic_shapes")
-def _():
+def _nested_pair(spec):
+    """``x["k"]["k"][0] + x["k"]["k"][1]`` over a nested dict and list of two tensors, with ``spec``."""
     def forward(self, x):
         return x["k"]["k"][0] + x["k"]["k"][1]
+    return module(forward), ({"k": {"k": [r(4), r(4)]}},), {}, spec
+
+
+@case("nested_list_spec", "test_mismatched_dynamic_shapes")
+def _():
     dim = Dim("dim")
-    return module(forward), ({"k": {"k": [r(4), r(4)]}},), {}, ({"k": {"k": [(dim,), (dim,)]}},)
+    return _nested_pair(({"k": {"k": [(dim,), (dim,)]}},))
 
 
 @case("nested_dict_keys_any_order", "test_mismatched_dynamic_shapes")
@@ -964,10 +969,8 @@ def _():
 
 @spec_error("spec_keys_not_arg_names", "test_mismatched_dynamic_shapes")
 def _():
-    def forward(self, x):
-        return x["k"]["k"][0] + x["k"]["k"][1]
     dim = Dim("dim")
-    return module(forward), ({"k": {"k": [r(4), r(4)]}},), {}, {"k": {"k": [dim, dim]}}
+    return _nested_pair({"k": {"k": [dim, dim]}})
 
 
 @spec_error("spec_rank_mismatch", "test_mismatched_dynamic_shapes")
@@ -1987,50 +1990,38 @@ def _():
 
 @spec_error("spec_tuple_for_list", "test_mismatched_dynamic_shapes (tuple where inputs has a list)")
 def _():
-    def forward(self, x):
-        return x["k"]["k"][0] + x["k"]["k"][1]
     dim = Dim("dim")
-    return module(forward), ({"k": {"k": [r(4), r(4)]}},), {}, ({"k": {"k": ((dim,), (dim,))}},)
+    return _nested_pair(({"k": {"k": ((dim,), (dim,))}},))
 
 
 @spec_error("spec_dim_for_list", "test_mismatched_dynamic_shapes (a Dim where inputs has a list)")
 def _():
-    def forward(self, x):
-        return x["k"]["k"][0] + x["k"]["k"][1]
-    return module(forward), ({"k": {"k": [r(4), r(4)]}},), {}, ({"k": {"k": Dim("dim")}},)
+    return _nested_pair(({"k": {"k": Dim("dim")}},))
 
 
 @spec_error("spec_bare_dims_per_tensor", "test_mismatched_dynamic_shapes (a bare Dim as a tensor's spec)")
 def _():
-    def forward(self, x):
-        return x["k"]["k"][0] + x["k"]["k"][1]
     dim = Dim("dim")
-    return module(forward), ({"k": {"k": [r(4), r(4)]}},), {}, ({"k": {"k": [dim, dim]}},)
+    return _nested_pair(({"k": {"k": [dim, dim]}},))
 
 
 @spec_error("spec_extra_top_key", "test_mismatched_dynamic_shapes (extra top-level key)")
 def _():
-    def forward(self, x):
-        return x["k"]["k"][0] + x["k"]["k"][1]
     dim = Dim("dim")
     spec = {"x": {"k": {"k": [(dim,), (dim,)]}}, "k": {"k": [(dim,), (dim,)]}}
-    return module(forward), ({"k": {"k": [r(4), r(4)]}},), {}, spec
+    return _nested_pair(spec)
 
 
 @spec_error("spec_list_too_long", "test_mismatched_dynamic_shapes (arity mismatch)")
 def _():
-    def forward(self, x):
-        return x["k"]["k"][0] + x["k"]["k"][1]
     dim = Dim("dim")
-    return module(forward), ({"k": {"k": [r(4), r(4)]}},), {}, ({"k": {"k": [(dim,), (dim,), (dim,)]}},)
+    return _nested_pair(({"k": {"k": [(dim,), (dim,), (dim,)]}},))
 
 
 @spec_error("spec_inner_key_mismatch", "test_mismatched_dynamic_shapes (inner keys differ)")
 def _():
-    def forward(self, x):
-        return x["k"]["k"][0] + x["k"]["k"][1]
     dim = Dim("dim")
-    return module(forward), ({"k": {"k": [r(4), r(4)]}},), {}, ({"k": {"K": [(dim,), (dim,)]}},)
+    return _nested_pair(({"k": {"K": [(dim,), (dim,)]}},))
 
 
 @spec_error("additional_inputs_float_changes", "test_additional_inputs_constants (a float differs)")
