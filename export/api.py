@@ -177,13 +177,13 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
                 return result(split_program(model, first, search), search, _warn(notes))
             # the regions the first program's group serves, covered or not (none: a guard beyond input sizes)
             widened = bool(search.regions) and len(search.regions[0].traces) > 1
-            kept = (python_guard(search.regions[0].predicate, variable_sources(first.sizes))
-                    if search.covered or (widened and not split) else None)
-            if kept is not None:
-                set_input_checks(search.regions[0].traces[0], kept)
+            served = (_checking_its_region(first, search) if search.covered or (widened and not split)
+                      else None)
+            if served is not None:
+                program, predicate, kept = served
                 further = "" if search.covered else ", or with a time_budget to look for a wider program"
-                accepted = accepted_sizes(search.regions[0].predicate, search.box)
-                return result(search.regions[0].program, search, _warn(notes + [
+                accepted = accepted_sizes(predicate, search.box)
+                return result(program, search, _warn(notes + [
                     "the program rejects inputs outside its region (like torch.export, which keeps guards "
                     f"over several dims as input checks): {_cut(kept)}"
                     + (f"; it accepts {accepted}" if accepted else "")
@@ -198,18 +198,24 @@ def _cut(text: str) -> str:
     return text if len(text) <= REGION_WIDTH else text[:REGION_WIDTH] + " ..."
 
 
+def _checking_its_region(first, search: RegionSearch) -> tuple | None:
+    """``(program, region predicate, input check)``: the program of the first trace's group, made to check
+    its inputs against the region it serves; None where that region is not an input check (a variable
+    with no input to read it from)."""
+    region = search.regions[0] if search.regions else None
+    check = None if region is None else python_guard(region.predicate, variable_sources(first.sizes))
+    if region is None or check is None or region.program is None:
+        return None
+    set_input_checks(region.traces[0], check)
+    return region.program, region.predicate, check
+
+
 def _kept_like_torch(first, search: RegionSearch) -> tuple:
     """``(program, search, warnings)`` where torch.export keeps every violated guard as an input check
     (guards on roots of derived dims no input carries): the program of the first trace's group, checking
     its inputs against the region it serves, which holds torch's own."""
-    region = search.regions[0] if search.regions else None
-    sources = variable_sources(first.sizes)
-    check = None if region is None else python_guard(region.predicate, sources)
-    if region is None or check is None or region.program is None:
-        program, predicate = first.program, first.region
-    else:
-        set_input_checks(region.traces[0], check)
-        program, predicate = region.program, region.predicate
+    served = _checking_its_region(first, search)
+    program, predicate = (first.program, first.region) if served is None else served[:2]
     symbols = first.engine.symbols
     roots = sorted({symbols[s].label for v in first.report.violations for s in v.lifted.free_symbols
                     if symbols[s].uncarried_root})
