@@ -127,7 +127,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
             return ExportError(report, [first.engine.explain(v) for v in report.violations],
                                first.engine.notes + list(notes), first.failure, engine=first.engine,
                                seconds=time.perf_counter() - start, model_name=name, regions=list(regions),
-                               narrowing=narrowing, input_names=_input_names(model, args, kwargs))
+                               narrowing=narrowing, input_names=_input_names(model, args, kwargs), spec=spec)
 
         if report.specialized:
             raise error() from first.failure
@@ -388,18 +388,6 @@ def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, d
 
 
 def suggest_dynamic_shapes(error: ExportError, dynamic_shapes):
-    """``dynamic_shapes`` with the best verified fix of every violation in ``error`` applied.
-
-    Uses the report's combined fix (one per dim, verified to satisfy every
-    violated guard at once) when there is one; otherwise the best fix of each
-    violation (the one keeping the most of the declared range), intersected
-    per dim.  When one program serves a wider part of the ranges than the
-    first trace's guards (``error.narrowing``, verified), that is applied.
-    """
-    if error.narrowing is not None:
-        return apply_fixes(dynamic_shapes, error.narrowing.fixes, error.input_names)
-    if error.report.combined_fixes is not None:
-        return apply_fixes(dynamic_shapes, error.report.combined_fixes, error.input_names)
-    fixes = [next(f for f in ex.fixes if f.kind != "rewrite") for ex in error.violations
-             if any(f.kind != "rewrite" for f in ex.fixes)]
-    return apply_fixes(dynamic_shapes, fixes, error.input_names)
+    """``dynamic_shapes`` with the verified fixes of ``error`` applied (``ExportError.fixes``: the widest
+    restriction one program serves, else the combined fix, else the best fix of each violation)."""
+    return apply_fixes(dynamic_shapes, error.fixes, error.input_names)

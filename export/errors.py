@@ -1,8 +1,10 @@
 """``ExportError``: why an export failed, leading with what the user controls."""
 from __future__ import annotations
 
-from shapeproof.shapes import DimKind, Explanation, GuardReport, ShapeEnv, specialization_lines
+from shapeproof.shapes import DimKind, Explanation, Fix, FixKind, GuardReport, ShapeEnv, specialization_lines
 from shapeproof.tracer.torch_internals import UserError, UserErrorType
+
+from .specs import suggested_fixes
 
 __all__ = ["ExportError"]
 
@@ -24,13 +26,16 @@ class ExportError(UserError):
     ``regions`` are the ``Region``s a region search found before it stopped
     (each with its whole predicate and the traces behind it).  ``narrowing``,
     when set, is the widest verified restriction of the ranges that one
-    program serves (``narrow.Narrowing``).
+    program serves (``narrow.Narrowing``).  ``spec`` is the ``dynamic_shapes``
+    the export was given: the message ends, like torch.export's, with
+    "Suggested fixes:" in torch's syntax, so ``refine_dynamic_shapes_from_suggested_fixes``
+    (torch's helper for this error) works on it too.
     """
 
     def __init__(self, report: GuardReport, violations: list[Explanation], notes: list[str],
                  cause: BaseException | None = None, *, engine: ShapeEnv | None = None,
                  seconds: float | None = None, model_name: str = "", regions: list | None = None,
-                 narrowing=None, input_names: tuple[str, ...] = ()):
+                 narrowing=None, input_names: tuple[str, ...] = (), spec=None):
         self.report = report
         self.input_names = input_names      # the model's inputs in call order, to place fixes in a spec
         self.violations = violations
@@ -41,7 +46,27 @@ class ExportError(UserError):
         self.model_name = model_name
         self.regions = regions or []
         self.narrowing = narrowing
+        self.spec = spec
         super().__init__(UserErrorType.CONSTRAINT_VIOLATION, self._message())
+
+    @property
+    def fixes(self) -> list[Fix]:
+        """The verified fixes ``shapeproof.suggest_dynamic_shapes`` applies.
+
+        The widest verified restriction (``narrowing``) when there is one, else
+        the report's combined fix (one per dim, verified to satisfy every
+        violated guard at once), else the best fix of each violation (the one
+        keeping the most of the declared range); a named Dim torch specializes
+        to its 0/1 example becomes that size, as torch suggests.
+        """
+        static = [Fix(FixKind.STATIC, s.dim_name, f"{s.dim_name} = {s.size}", value=s.size)
+                  for s in self.report.specialized if s.dim_name is not None]
+        if self.narrowing is not None:
+            return static + self.narrowing.fixes
+        if self.report.combined_fixes is not None:
+            return static + self.report.combined_fixes
+        return static + [next(f for f in ex.fixes if f.kind != "rewrite") for ex in self.violations
+                         if any(f.kind != "rewrite" for f in ex.fixes)]
 
     def _message(self) -> str:
         specialized = specialization_lines(self.report.specialized)
@@ -82,4 +107,8 @@ class ExportError(UserError):
                  if self.narrowing is not None and self.narrowing.program is not None else "")
         lines.append(f"\nshapeproof.suggest_dynamic_shapes(error, dynamic_shapes) applies {applied}{ready}.")
         lines += [f"note: {note}" for note in self.notes]
+        # last, as torch ends its message: refine_dynamic_shapes_from_suggested_fixes reads every line after
+        suggested = suggested_fixes(self.spec, self.fixes)
+        if suggested:
+            lines += ["Suggested fixes:"] + [f"  {line}" for line in suggested]
         return "\n".join(lines)

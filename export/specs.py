@@ -16,7 +16,7 @@ from torch.export import Dim, ShapesCollection
 from shapeproof.tracer.engine_env import DimSpec
 from shapeproof.tracer.torch_internals import DerivedDim
 
-__all__ = ["dim_specs", "map_dims", "apply_fixes", "normalize_spec"]
+__all__ = ["dim_specs", "map_dims", "apply_fixes", "suggested_fixes", "normalize_spec"]
 
 
 def normalize_spec(dynamic_shapes, model, args, kwargs):
@@ -75,10 +75,7 @@ def apply_fixes(spec, fixes, input_names: tuple[str, ...] = ()) -> Any:
         found = _INPUT_DIM.match(fix.dim) if fix.kind == "static" else None
         if found is not None:
             spec = _declared_static(spec, found["name"], int(found["dim"]), input_names)
-    by_dim: dict[str, list] = {}
-    for fix in fixes:
-        if fix.kind != "rewrite":
-            by_dim.setdefault(fix.dim, []).append(fix)
+    by_dim = _by_dim(fixes)
     shared: dict[str, Dim] = {}
     roots: dict[str, Any] = {}
 
@@ -92,30 +89,109 @@ def apply_fixes(spec, fixes, input_names: tuple[str, ...] = ()) -> Any:
         chosen = by_dim.get(dim.__name__)
         if not chosen:
             return dim
-        kinds = {f.kind for f in chosen}
-        if "static" in kinds:
-            return None
-        if "equal" in kinds:
-            tie = next(f for f in chosen if f.kind == "equal")
-            root = shared.setdefault(tie.other, _find(spec, tie.other) or dim)
-            return root if (tie.scale, tie.offset) == (1, 0) else tie.scale * root + tie.offset
-        lo, hi = dim.min, dim.max
-        for f in chosen:
-            if f.kind == "range":
-                lo, hi = max(lo, f.min), min(hi, _inf(f.max))
-        multiple = next((f for f in chosen if f.kind == "multiple"), None)
-        # one size left (it is the example's: fixes keep it) is a static dim; torch rejects Dim(min=k, max=k)
-        if multiple is None:
-            return None if lo == hi else Dim(dim.__name__, min=lo, max=None if hi == float("inf") else hi)
-        m, r = multiple.modulus, multiple.remainder
-        root_lo = max(multiple.min, -((-(lo - r)) // m))
-        root_hi = min(_inf(multiple.max), (hi - r) // m if hi != float("inf") else float("inf"))
-        if root_lo == root_hi:
-            return None
-        root = Dim(f"{dim.__name__}_{m}", min=root_lo, max=None if root_hi == float("inf") else int(root_hi))
-        return m * root + r if r else m * root
+        refined = _refined(spec, dim, chosen, shared)
+        return None if isinstance(refined, int) else refined
 
     return map_dims(spec, replace)
+
+
+def suggested_fixes(spec, fixes) -> list[str]:
+    """``fixes`` as the lines of torch.export's "Suggested fixes:" section, for the named Dims of ``spec``.
+
+    torch's ``refine_dynamic_shapes_from_suggested_fixes(error.msg, spec)`` reads these lines (a
+    ``Dim(...)``, a size, or an expression in one other Dim per line), so a caller written for
+    torch.export gets the spec ``apply_fixes`` makes.  A dim declared ``Dim.AUTO``/``DYNAMIC`` has no
+    name there, and the root of ``32*h`` can only be given a range or a size (torch applies the
+    derivation to it): other fixes of those are left to ``apply_fixes``.
+    """
+    named = _named_dims(spec)
+    roots = {d.root.__name__ for d in named.values() if isinstance(d, DerivedDim)}
+    shared: dict[str, Dim] = {}
+    lines = []
+    for name, chosen in _by_dim(fixes).items():
+        dim = named.get(name)
+        if dim is None or isinstance(dim, DerivedDim):
+            continue
+        refined = _refined(spec, dim, chosen, shared)
+        if isinstance(refined, int):
+            lines.append(f"{name} = {refined}")
+        elif name in roots and (isinstance(refined, DerivedDim) or refined.__name__ != name):
+            continue
+        elif isinstance(refined, DerivedDim):
+            root = refined.root
+            if root.__name__ not in named:
+                lines.append(f"{root.__name__} = {_dim_text(root)}")
+            lines.append(f"{name} = {_linear_text(refined)}")
+        elif refined.__name__ != name:
+            lines.append(f"{name} = {refined.__name__}")
+        elif (refined.min, refined.max) != (dim.min, dim.max):
+            lines.append(f"{name} = {_dim_text(refined)}")
+    return lines
+
+
+def _by_dim(fixes) -> dict[str, list]:
+    """The spec-changing fixes (not ``rewrite`` advice) grouped by the dim they change."""
+    by_dim: dict[str, list] = {}
+    for fix in fixes:
+        if fix.kind != "rewrite":
+            by_dim.setdefault(fix.dim, []).append(fix)
+    return by_dim
+
+
+def _refined(spec, dim: Dim, chosen: list, shared: dict[str, Dim]) -> Dim | int:
+    """``dim`` with its fixes ``chosen`` applied: a narrower ``Dim``, a dim derived from a new root or
+    tied to another Dim of ``spec`` (``shared`` holds those, so ties share one object), or its one
+    size."""
+    kinds = {f.kind for f in chosen}
+    if "static" in kinds:
+        return next(f.value for f in chosen if f.kind == "static")
+    if "equal" in kinds:
+        tie = next(f for f in chosen if f.kind == "equal")
+        root = shared.setdefault(tie.other, _find(spec, tie.other) or dim)
+        return root if (tie.scale, tie.offset) == (1, 0) else tie.scale * root + tie.offset
+    lo, hi = dim.min, dim.max
+    for f in chosen:
+        if f.kind == "range":
+            lo, hi = max(lo, f.min), min(hi, _inf(f.max))
+    multiple = next((f for f in chosen if f.kind == "multiple"), None)
+    # one size left (it is the example's: fixes keep it) is a static dim; torch rejects Dim(min=k, max=k)
+    if multiple is None:
+        return lo if lo == hi else Dim(dim.__name__, min=lo, max=None if hi == float("inf") else hi)
+    m, r = multiple.modulus, multiple.remainder
+    root_lo = max(multiple.min, -((-(lo - r)) // m))
+    root_hi = min(_inf(multiple.max), (hi - r) // m if hi != float("inf") else float("inf"))
+    if root_lo == root_hi:
+        return m * root_lo + r
+    root = Dim(f"{dim.__name__}_{m}", min=root_lo, max=None if root_hi == float("inf") else int(root_hi))
+    return m * root + r if r else m * root
+
+
+def _named_dims(spec) -> dict[str, Dim]:
+    """The Dims of ``spec`` by name, the roots of derived dims included."""
+    found: dict[str, Dim] = {}
+
+    def collect(dim):
+        found.setdefault(dim.__name__, dim)
+        if isinstance(dim, DerivedDim):
+            found.setdefault(dim.root.__name__, dim.root)
+        return dim
+
+    map_dims(spec, collect)
+    return found
+
+
+def _dim_text(dim: Dim) -> str:
+    bounds = [f"min={_bound(dim.min)}"] if _bound(dim.min) is not None else []
+    bounds += [f"max={_bound(dim.max)}"] if _bound(dim.max) is not None else []
+    return f"Dim({', '.join([repr(dim.__name__)] + bounds)})"
+
+
+def _linear_text(dim: DerivedDim) -> str:
+    """``a*root + b`` of a dim derived linearly from its root, in torch's spelling (``2*_B``, ``dx + 1``)."""
+    b = int(dim.fn(0))
+    a = int(dim.fn(1)) - b
+    text = dim.root.__name__ if a == 1 else f"{a}*{dim.root.__name__}"
+    return text if b == 0 else f"{text} + {b}" if b > 0 else f"{text} - {-b}"
 
 
 # an input's own dim, as labels name a dim declared Dim.AUTO/DYNAMIC (nested inputs are not placed)

@@ -117,9 +117,8 @@ class ShapeEnv:
                            source.path)
             return sym
         lo, hi = declared if declared is not None else (None, None)
-        if (lo is not None and hint < lo) or (hi is not None and hint > hi):
-            raise InputOutOfRange(f"the example input has {source} = {hint}, outside the declared range "
-                                  f"{span_str((lo, hi))}" + (f" of {dim_name}" if dim_name else ""))
+        # torch specializes a 0/1 example before it reads the declared range: Dim(min=2) with an example
+        # of 1 is the specialization error (fix: the dim is that size), not an example out of range
         if hint in (0, 1) and specialize:
             if declared is not None:       # an error, which says it
                 self.specialized.append(Specialization(source, hint, (lo, hi), dim_name))
@@ -128,6 +127,9 @@ class ShapeEnv:
                                   f"constant {hint} (torch.export treats example sizes 0 and 1 as static); "
                                   f"use an example with {source} >= 2 to keep it dynamic")
             return Integer(hint)
+        if (lo is not None and hint < lo) or (hi is not None and hint > hi):
+            raise InputOutOfRange(f"the example input has {source} = {hint}, outside the declared range "
+                                  f"{span_str((lo, hi))}" + (f" of {dim_name}" if dim_name else ""))
         if dim_name is not None and dim_name in self._by_dim_name:
             existing = self.symbols[self._by_dim_name[dim_name]]
             existing.sources.append(source)

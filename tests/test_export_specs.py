@@ -116,3 +116,98 @@ def test_a_fix_of_the_root_of_derived_dims_rewrites_the_root_and_keeps_the_relat
     assert (x_dim.min, x_dim.max, y_dim.min, y_dim.max) == (64, 96, 65, 97)
     static = apply_fixes(spec, [Fix("range", "h", "h = 2", min=2, max=2)])
     assert static["x"][2] is None and static["y"][0] is None
+
+
+class _Add(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+class _HalfBatch(torch.nn.Module):
+    def forward(self, x):
+        return x.view(x.shape[0] // 2, 2, -1)
+
+
+class _Capped(torch.nn.Module):
+    def forward(self, x):
+        torch._check(x.shape[0] <= 64)
+        return x * 2
+
+
+class _FourRows(torch.nn.Module):
+    def forward(self, x):
+        return x.reshape(4, -1) + torch.ones(4, 3)
+
+
+class _RootNarrowed(torch.nn.Module):
+    def forward(self, x, y):
+        torch._check(x.shape[0] <= 3)
+        return x.repeat(2, 1) + y
+
+
+def _dims_of(spec) -> list:
+    """Each dim of a spec as data: a Dim's name and range, a derived dim's root and relation, a static
+    size (torch's refine writes the size, ``suggest_dynamic_shapes`` leaves the dim out)."""
+    found = []
+
+    def walk(entry):
+        if isinstance(entry, dict):
+            for key in sorted(entry):
+                walk(entry[key])
+        elif isinstance(entry, (list, tuple)):
+            for item in entry:
+                walk(item)
+        elif entry is None or isinstance(entry, int):
+            found.append("static")
+        elif hasattr(entry, "root"):
+            found.append((entry.root.__name__, entry.root.min, entry.root.max, entry.fn(0), entry.fn(1)))
+        else:
+            found.append((entry.__name__, entry.min, entry.max))
+
+    walk(spec)
+    return found
+
+
+_h = Dim("h", min=2, max=8)
+_SUGGESTED = {
+    "tie": (_Add(), (torch.randn(5, 3), torch.randn(5, 3)),
+            ({0: Dim("dx", min=2, max=100)}, {0: Dim("dy", min=2, max=100)}), ["dy = dx"]),
+    "multiple": (_HalfBatch(), (torch.randn(6, 3),), ({0: Dim("B", min=2, max=100)},),
+                 ["B_2 = Dim('B_2', min=2, max=50)", "B = 2*B_2"]),
+    "range": (_Capped(), (torch.randn(6, 3),), ({0: Dim("B", min=2, max=100)},),
+              ["B = Dim('B', min=2, max=64)"]),
+    "static": (_FourRows(), (torch.randn(4, 3),), ({0: Dim("B", min=2, max=100)},), ["B = 4"]),
+    "zero-one": (_Add(), (torch.randn(1, 3), torch.randn(1, 3)),
+                 ({0: Dim("dx", min=2, max=100)}, {0: Dim("dx", min=2, max=100)}), ["dx = 1"]),
+    "root": (_RootNarrowed(), (torch.randn(2, 3), torch.randn(4, 3)),
+             ({0: _h}, {0: 2 * _h}), ["h = Dim('h', min=2, max=3)"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SUGGESTED))
+def test_torch_refines_the_spec_from_the_message_as_suggest_dynamic_shapes_does(case):
+    """Docs (refine_dynamic_shapes_from_suggested_fixes): "takes the ConstraintViolation error message and
+    the original dynamic_shapes spec, and returns a new dynamic_shapes spec that incorporates the
+    suggested fixes": a caller's ``except UserError`` loop written for torch.export works unchanged."""
+    from torch._dynamo.exc import UserError
+    from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fixes
+
+    model, args, spec, lines = _SUGGESTED[case]
+    with pytest.raises(UserError) as caught:
+        shapeproof.export(model, args, dynamic_shapes=spec)
+    assert caught.value.msg.split("Suggested fixes:\n")[1].splitlines() == [f"  {line}" for line in lines]
+    refined = refine_dynamic_shapes_from_suggested_fixes(caught.value.msg, spec)
+    assert _dims_of(refined) == _dims_of(shapeproof.suggest_dynamic_shapes(caught.value, spec))
+    program = shapeproof.export(model, args, dynamic_shapes=refined)
+    assert all(torch.equal(a, b) for a, b in zip(torch.atleast_1d(program.module()(*args)),
+                                                  torch.atleast_1d(model(*args))))
+
+
+def test_an_int_in_the_spec_is_a_static_size_even_at_zero_or_one():
+    """Docs: a dim given as an int in dynamic_shapes is static at that size (torch exports the 0/1 case;
+    shapeproof took the int's range [1, 1] for a dynamic dim specialized on its example)."""
+    args = (torch.randn(1, 3), torch.randn(1, 3))
+    program = shapeproof.export(_Add(), args, dynamic_shapes=({0: 1}, {0: 1}))
+    assert program.range_constraints == torch.export.export(_Add(), args, dynamic_shapes=({0: 1}, {0: 1})
+                                                            ).range_constraints == {}
+    assert torch.equal(program.module()(*args), _Add()(*args))

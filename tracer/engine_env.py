@@ -212,7 +212,8 @@ class EngineShapeEnv(TorchShapeEnv):
                                    dim_name=spec.name if spec else None, kind=dim_kind(constraint_dim),
                                    specialize_zero_one=False if keep_zero_one else None)
         if not isinstance(expr, sympy.Symbol):
-            if strict and val in (0, 1):               # declared dynamic, specialized on the example
+            # declared dynamic, specialized on the example (an int in the spec, declared [1, 1], is static)
+            if strict and val in (0, 1) and declared != (val, val):
                 create()
             return
         if expr in self.symbol_map:                    # duck sizing: another input dim, same symbol
