@@ -49,7 +49,7 @@ REGISTRY_MODULE = "tests.parity_cases"      # repo root on sys.path; imported on
 EXPORTERS = ("torch", "shapeproof")
 # problems that must not happen; the others are information
 MUST_BE_ZERO = ("torch_only", "narrower_range", "narrower_acceptance", "eager_mismatch", "less_informative",
-                "silent_narrowing", "timeout", "harness")
+                "silent_narrowing", "timeout", "harness", "other_error_class", "unrefinable")
 CHECKLIST = ("input_dim", "source_line", "value", "fix")
 MAX_NUMEL = 1 << 20
 
@@ -401,6 +401,28 @@ def error_checklist(message: str, names=()) -> dict[str, bool]:
     return found
 
 
+def error_drop_in(torch_error: BaseException, ours: BaseException, spec) -> list[tuple[str, str]]:
+    """Where code written for torch.export's error breaks on shapeproof's: an ``except`` of torch's
+    class, and torch's ``refine_dynamic_shapes_from_suggested_fixes`` on the message (where it reads
+    torch's own)."""
+    from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fixes
+
+    found = []
+    if not isinstance(ours, type(torch_error)):
+        found.append(("other_error_class", f"torch raises {type(torch_error).__name__}, shapeproof "
+                                           f"{type(ours).__name__}: {first_line(ours)}"))
+    try:
+        refine_dynamic_shapes_from_suggested_fixes(getattr(torch_error, "msg", str(torch_error)), spec)
+    except Exception:  # noqa: BLE001 - torch's message has no fix it can read: nothing to compare
+        return found
+    try:
+        refine_dynamic_shapes_from_suggested_fixes(getattr(ours, "msg", str(ours)), spec)
+    except Exception as exc:  # noqa: BLE001 - what a caller's refine loop would meet
+        found.append(("unrefinable", f"torch's refine_dynamic_shapes_from_suggested_fixes reads torch's "
+                                     f"message, not shapeproof's: {type(exc).__name__}: {first_line(exc)}"))
+    return found
+
+
 def spec_names(model, args, kwargs, spec) -> set[str]:
     """Argument names and the names of the Dims in ``spec``: how a message can point at an input dim."""
     import inspect
@@ -439,6 +461,7 @@ def run_case(case, level: str = "full") -> dict:
             sp = row["shapeproof"]
             problems.append(("less_informative",
                              f"lacks {', '.join(missing)}: {sp['error_type']}: {sp['error']}"))
+        problems += error_drop_in(outcomes["torch"].error, outcomes["shapeproof"].error, spec)
     if outcomes["torch"].error is None and outcomes["shapeproof"].error is not None:
         problems.append(("torch_only", f"{row['shapeproof']['error_type']}: {row['shapeproof']['error']}"))
     if outcomes["shapeproof"].error is None and outcomes["torch"].error is not None:
@@ -607,6 +630,8 @@ def table(rows: list[dict]) -> str:
         ("narrower range/acceptance", lambda r: bool(kinds(r) & {"narrower_range", "narrower_acceptance"})),
         ("eager mismatches", lambda r: "eager_mismatch" in kinds(r)),
         ("errors less informative", lambda r: "less_informative" in kinds(r)),
+        ("errors torch's callers cannot handle",
+         lambda r: bool(kinds(r) & {"other_error_class", "unrefinable"})),
         ("timeouts/harness", lambda r: bool(kinds(r) & {"timeout", "harness"})),
         ("silent narrowing", lambda r: "silent_narrowing" in kinds(r)),
         ("torch's own eager mismatches", lambda r: "torch_eager_mismatch" in kinds(r)),

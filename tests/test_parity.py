@@ -4,7 +4,9 @@ Per case, in-process (``bench.parity.run_case`` with the quick probe set):
 when torch exports, shapeproof exports; shapeproof's range for every input
 dim contains torch's; every probe shape torch's program accepts, shapeproof's
 accepts; wherever shapeproof's program runs its outputs match eager's; when
-both raise, shapeproof's message has every checklist item torch's has; a
+both raise, shapeproof's message has every checklist item torch's has, its
+error is of torch's class and torch's ``refine_dynamic_shapes_from_suggested_fixes``
+reads it where it reads torch's; a
 program only shapeproof exports does not reject valid inputs inside its own
 ranges without a warning (README: every kept guard is decided or reported).
 
@@ -136,6 +138,21 @@ def test_a_less_informative_error_is_reported(monkeypatch):
     row = parity.run_case(CASES["derived_twice_mismatch"], level="quick")
     assert row["torch"]["status"] == "failed"
     assert "less_informative" in {k for k, _ in row["problems"]}
+
+
+def test_an_error_torchs_callers_cannot_handle_is_reported():
+    """A caller written for torch.export catches torch's class and refines its spec from the message."""
+    from torch._dynamo.exc import UserError, UserErrorType
+
+    spec = ({0: Dim("B", min=2, max=100)},)
+    torchs = UserError(UserErrorType.CONSTRAINT_VIOLATION,
+                       "Constraints violated (B)!\nSuggested fixes:\n  B = 4")
+    unreadable = UserError(UserErrorType.CONSTRAINT_VIOLATION, "B only works as 4")
+    assert [k for k, _ in parity.error_drop_in(torchs, unreadable, spec)] == ["unrefinable"]
+    assert [k for k, _ in parity.error_drop_in(torchs, RuntimeError("B only works as 4"), spec)] == [
+        "other_error_class", "unrefinable"]
+    assert parity.error_drop_in(torchs, torchs, spec) == []
+    assert parity.error_drop_in(unreadable, unreadable, spec) == []     # nothing of torch's to read
 
 
 def test_range_containment_and_output_comparison():
