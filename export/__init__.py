@@ -3,6 +3,7 @@
 The package is itself callable (``shapeproof.export(...)``) so that the layer
 ``shapeproof.export`` and the function ``shapeproof.export`` are one name.
 """
+import inspect
 import sys
 import types
 
@@ -23,3 +24,4 @@ class _CallableModule(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _CallableModule
+__signature__ = inspect.signature(export)    # inspect and IDEs see torch.export.export's parameters

@@ -346,16 +346,16 @@ def _region_notes(search: RegionSearch, split: bool) -> list[str]:
     return lines
 
 
-def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dynamic_shapes=None,
+def export(mod: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dynamic_shapes=None,
            strict: bool = False, preserve_module_call_signature: tuple[str, ...] = (),
            prefer_deferred_runtime_asserts_over_guards: bool = False, strategy="cascade", split: bool = False,
            max_regions: int = 8, time_budget: float | None = None,
            progress: bool = False) -> ExportedProgram | SplitProgram:
-    """Export ``model`` like ``torch.export.export(..., strict=False)``, proving shape guards with shapeproof.
+    """Export ``mod`` like ``torch.export.export(..., strict=False)``, proving shape guards with shapeproof.
 
-    Takes torch.export.export's arguments (``strict=True`` is traced
-    non-strict, with a warning) plus shapeproof's own: ``strategy``,
-    ``split`` and ``max_regions``.
+    Takes torch.export.export's arguments, by its names (``strict=True`` is
+    traced non-strict, with a warning), plus shapeproof's own: ``strategy``,
+    ``split``, ``max_regions``, ``time_budget`` and ``progress``.
 
     Returns torch's own ``ExportedProgram`` (save/load, ``.module()`` and
     ``run_decompositions`` work as usual).  When a guard holds on part of the
@@ -380,7 +380,7 @@ def export(model: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, d
     ``progress=True`` shows the search's traces on stderr (needs tqdm).
     """
     deferred = prefer_deferred_runtime_asserts_over_guards
-    return export_with_report(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict,
+    return export_with_report(mod, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict,
                               preserve_module_call_signature=preserve_module_call_signature,
                               prefer_deferred_runtime_asserts_over_guards=deferred,
                               strategy=strategy, split=split, max_regions=max_regions,

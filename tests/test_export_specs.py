@@ -211,3 +211,14 @@ def test_an_int_in_the_spec_is_a_static_size_even_at_zero_or_one():
     assert program.range_constraints == torch.export.export(_Add(), args, dynamic_shapes=({0: 1}, {0: 1})
                                                             ).range_constraints == {}
     assert torch.equal(program.module()(*args), _Add()(*args))
+
+
+def test_the_call_takes_torch_export_exports_parameters_by_their_names():
+    """A call written for torch.export.export (keywords included) works on shapeproof.export unchanged."""
+    import inspect
+
+    torchs = list(inspect.signature(torch.export.export).parameters)
+    assert list(inspect.signature(shapeproof.export).parameters)[:len(torchs)] == torchs
+    x = torch.randn(2, 3, 40)
+    program = shapeproof.export(mod=Pool(), args=(x,), kwargs=None, dynamic_shapes=({2: Dim("T", min=4)},))
+    assert _same(program, Pool(), torch.randn(2, 3, 9))
