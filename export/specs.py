@@ -147,7 +147,7 @@ def _refined(spec, dim: Dim, chosen: list, shared: dict[str, Dim]) -> Dim | int:
         return next(f.value for f in chosen if f.kind == "static")
     if "equal" in kinds:
         tie = next(f for f in chosen if f.kind == "equal")
-        root = shared.setdefault(tie.other, _find(spec, tie.other) or dim)
+        root = shared.setdefault(tie.other, _named_dims(spec).get(tie.other) or dim)
         return root if (tie.scale, tie.offset) == (1, 0) else tie.scale * root + tie.offset
     lo, hi = dim.min, dim.max
     for f in chosen:
@@ -181,6 +181,7 @@ def _named_dims(spec) -> dict[str, Dim]:
 
 
 def _dim_text(dim: Dim) -> str:
+    """``Dim('name', min=.., max=..)`` as torch prints a fix (an unbounded end left out)."""
     bounds = [f"min={_bound(dim.min)}"] if _bound(dim.min) is not None else []
     bounds += [f"max={_bound(dim.max)}"] if _bound(dim.max) is not None else []
     return f"Dim({', '.join([repr(dim.__name__)] + bounds)})"
@@ -220,15 +221,3 @@ def _static_dim(entry, dim: int):
 
 def _inf(value):
     return float("inf") if value is None else value
-
-
-def _find(spec, name: str) -> Dim | None:
-    hits: list[Dim] = []
-
-    def look(dim):
-        if dim.__name__ == name:
-            hits.append(dim)
-        return dim
-
-    map_dims(spec, look)
-    return hits[0] if hits else None
