@@ -371,8 +371,24 @@ def inputs_at(model, args: tuple, kwargs: dict | None, sizes: dict[str, int]) ->
             if list(shape) != list(leaf.shape):
                 leaf = lazy_zeros(shape, leaf.dtype, leaf.device)
         new_leaves.append(leaf)
-    bound.arguments.update(pytree.tree_unflatten(new_leaves, treespec))
-    return bound.args, bound.kwargs
+    resized = pytree.tree_unflatten(new_leaves, treespec)
+    return _as_called(bound.signature, resized, len(args), kwargs or {})
+
+
+def _as_called(signature: inspect.Signature, values: dict, positional: int,
+               kwargs: dict) -> tuple[tuple, dict]:
+    """The bound ``values`` passed as the call passed them: ``positional`` arguments by position, the
+    keywords of ``kwargs`` by keyword (``BoundArguments.args`` would move keywords to positions, and a
+    program traced from such a call takes them positionally: calling it with the keywords fails)."""
+    params = signature.parameters.values()
+    leading = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    keywords = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    var_positional = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), None)
+    var_keyword = next((p.name for p in params if p.kind is p.VAR_KEYWORD), None)
+    named = [values[name] for name in leading[:positional]]
+    extra = list(values[var_positional]) if var_positional and positional > len(leading) else []
+    by_keyword = {key: values[key] if key in keywords else values[var_keyword][key] for key in kwargs}
+    return tuple(named + extra), by_keyword
 
 
 def lazy_zeros(shape: list[int], dtype: torch.dtype, device: torch.device) -> torch.Tensor:

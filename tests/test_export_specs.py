@@ -222,3 +222,28 @@ def test_the_call_takes_torch_export_exports_parameters_by_their_names():
     x = torch.randn(2, 3, 40)
     program = shapeproof.export(mod=Pool(), args=(x,), kwargs=None, dynamic_shapes=({2: Dim("T", min=4)},))
     assert _same(program, Pool(), torch.randn(2, 3, 9))
+
+
+class _PadToFour(torch.nn.Module):
+    def forward(self, x, *rest, scale=1.0):
+        if x.shape[1] % 4:
+            x = torch.nn.functional.pad(x, (0, (-x.shape[1]) % 4))
+        return x.view(x.shape[0], -1, 4).sum(-1) * scale + sum(r.sum() for r in rest)
+
+
+def test_a_program_traced_again_takes_its_inputs_as_the_call_gave_them():
+    """The padding program, traced at a second point, serves the whole range; it must take ``x``,
+    ``*rest`` and ``scale`` as the export call passed them (a keyword traced as a position made
+    ``program.module()(x=...)`` raise "kwarg keyword mismatch")."""
+    from shapeproof.export import export_with_report
+
+    t = Dim("T", min=5, max=64)
+    for args, kwargs, spec in [((), {"x": torch.randn(2, 8)}, {"x": {1: t}}),
+                               ((torch.randn(2, 8), torch.randn(3)), {"scale": 2.0},
+                                {"x": {1: t}, "rest": (None,), "scale": None})]:
+        result = export_with_report(_PadToFour(), args, kwargs, dynamic_shapes=spec)
+        assert result.program is not result.regions.traces[0].program      # the second trace's program
+        for n in (5, 8, 9, 64):
+            resized = {**kwargs, "x": torch.randn(2, n)} if "x" in kwargs else kwargs
+            call = (torch.randn(2, n), *args[1:]) if args else ()
+            assert torch.allclose(result.program.module()(*call, **resized), _PadToFour()(*call, **resized))
