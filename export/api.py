@@ -17,7 +17,7 @@ from shapeproof.tracer import strategy_named
 from shapeproof.tracer.module_state import ModuleState
 
 from .errors import ExportError
-from .narrow import widest_single_program
+from .narrow import NOT_WORTH_A_TRACE, widest_single_program
 from .regions import (
     TRACES_PER_REGION, RegionSearch, accepted_sizes, bound_arguments, data_dependent_cause, python_guard,
     search_regions, set_input_checks, trace, variable_sources,
@@ -165,12 +165,16 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
             # more (a check over named dims may then become the whole region of the program, hence the
             # longer search).  Each trace costs about torch's whole export, so without split or a
             # budget of the caller's, widening such a check takes one more trace: the program then checks
-            # the regions of the traces it serves, which always include torch's own
+            # the regions of the traces it serves, which always include torch's own.  Over named dims the
+            # user declared, it goes on while the traces keep joining one program and its checks would
+            # still reject a share of the declared inputs worth a trace (a Swin block's `.contiguous()`
+            # of its un-padded window copies only where H is no multiple of the window: 1 in 6 heights)
             named = bool(_named_relations(first.engine, report))
             capped = not split and stop_at is None
             search = _search(model, args, kwargs, spec, first, chosen, timeout, max_regions, split,
                              one_program_only=not split and not named, options=options, stop_at=stop_at,
-                             progress=progress, max_total=WIDENING_TRACES if capped else None)
+                             progress=progress, max_total=WIDENING_TRACES if capped else None,
+                             widen_while=1 - NOT_WORTH_A_TRACE if capped and named else None)
             if search.covered and len(search.regions) == 1:
                 return result(_serving(search), search, _warn(notes))
             if search.covered and split:
@@ -228,12 +232,12 @@ def _kept_like_torch(first, search: RegionSearch) -> tuple:
 
 
 def _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split, one_program_only,
-            options, stop_at, progress, max_total=None):
+            options, stop_at, progress, max_total=None, widen_while=None):
     max_traces = TRACES_PER_REGION * max_regions if split else None
     return search_regions(model, args, kwargs, spec, first, strategy=strategy, timeout=timeout,
                           max_regions=max_regions, max_traces=max_traces, max_total=max_total,
                           one_program_only=one_program_only, options=options, stop_at=stop_at,
-                          progress=progress)
+                          progress=progress, widen_while=widen_while)
 
 
 def _serving(search: RegionSearch) -> ExportedProgram:

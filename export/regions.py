@@ -37,7 +37,7 @@ from shapeproof.shapes import GuardReport, ShapeEnv, lift
 from shapeproof.tracer.torch_internals import pytree
 from shapeproof import solver as F      # the solver's facade: conditions, questions, guard code
 from shapeproof.solver import (
-    Bounds, Solver, divisors, evaluate_term, guard_code, prove, simplify, symbol, truth,
+    Bounds, Solver, divisors, evaluate_term, guard_code, prove, share_holding, simplify, symbol, truth,
 )
 from shapeproof.tracer.engine_env import EngineShapeEnv, TorchDataDependentError, engine_tracing
 from shapeproof.tracer.size_tracking import small_buffers
@@ -418,7 +418,7 @@ def lazy_zeros(shape: list[int], dtype: torch.dtype, device: torch.device) -> to
 def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, timeout: float,
                    max_regions: int, max_traces: int | None = None, max_total: int | None = None,
                    one_program_only: bool = False, options: dict | None = None, stop_at: float | None = None,
-                   progress: bool = False) -> RegionSearch:
+                   progress: bool = False, widen_while: float | None = None) -> RegionSearch:
     """Trace at points outside the regions found so far until they cover the declared ranges.
 
     No trace starts after ``stop_at`` (a ``time.perf_counter()`` value): the caller's time budget.
@@ -429,10 +429,13 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
     ``TRACES_PER_REGION * max_regions``) bounds all of them.  With
     ``one_program_only`` the search stops once two programs differ in a way
     no later trace could unify (the caller can only use a single program
-    valid everywhere).
+    valid everywhere).  ``widen_while``: past ``max_total`` the search goes on
+    (up to the default bound) while every trace so far joined one program and
+    the regions leave at least this share of the declared box uncovered.
     """
     max_traces = max_regions if max_traces is None else max_traces
-    max_total = max(max_traces, TRACES_PER_REGION * max_regions) if max_total is None else max_total
+    bound = max(max_traces, TRACES_PER_REGION * max_regions)
+    max_total = bound if max_total is None else max_total
     search = RegionSearch([first])
     programs = Programs(search.box, strategy, timeout)
     programs.add(first)
@@ -466,7 +469,8 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
             search.reason = ("the solver could not decide whether the regions cover the ranges "
                              f"({verdict.reason})")
             break
-        if len(search.traces) - programs.merged >= max_traces or len(search.traces) >= max_total:
+        if len(search.traces) - programs.merged >= max_traces or len(search.traces) >= max_total and not (
+                len(search.traces) < bound and _worth_widening(programs, regions, search.box, widen_while)):
             search.reason = (f"{len(search.traces)} traces ({count} distinct programs) did not cover the "
                              f"declared ranges (max_regions={max_regions})")
             break
@@ -503,6 +507,15 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
     search.merges = programs.log
     search.programs = programs
     return search
+
+
+def _worth_widening(programs: Programs, regions: list[F.Formula], box: dict, share: float | None) -> bool:
+    """Whether one more trace may pay: every trace so far joined one program, and the inputs no region
+    covers are at least ``share`` of the box (counted; not where the box is too large to count)."""
+    if share is None or len(programs.groups) != 1:
+        return False
+    left = share_holding(F.neg(F.disj(*regions)), box)
+    return left is not None and left >= share
 
 
 class Programs:

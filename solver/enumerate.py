@@ -38,7 +38,8 @@ from .recent import Recent
 from .strategy import Outcome, Strategy, proven, refuted, unknown
 from .terms import iter_nodes
 
-__all__ = ["EnumerateStrategy", "holds_along", "failing_among", "grid_work", "PointsEvaluator"]
+__all__ = ["EnumerateStrategy", "holds_along", "share_holding", "failing_among", "grid_work",
+           "PointsEvaluator"]
 
 _SAFE_MAGNITUDE = 2.0 ** 62      # half of int64's range: room for float rounding in the magnitude shadow
 _RECENT_BOXES = 4                # chunk evaluators kept between questions
@@ -391,6 +392,37 @@ def holds_along(f: F.Formula, sym: Symbol, lo: int, hi: int) -> np.ndarray:
         return _Vectorized({sym: values}).truth(f, values.shape)[0]
     except _Overflow as e:
         raise OverflowError("values exceed int64") from e
+
+
+def share_holding(f: F.Formula, ranges: dict, max_points: int = 1 << 22,
+                  chunk: int = 1 << 16) -> float | None:
+    """The share of the grid of ``ranges`` (over ``f``'s own symbols) where ``f`` is defined and true.
+
+    None where one of those ranges is unbounded or missing, the grid has more
+    than ``max_points`` points, or values exceed int64.  The grid is read in
+    chunks of about ``chunk`` points, so memory stays small for large formulas.
+    """
+    symbols = sorted(f.free_symbols, key=str)
+    spans = [ranges.get(s, (None, None)) for s in symbols]
+    if any(lo is None or hi is None for lo, hi in spans) or not _in_int64(spans):
+        return None
+    counts = [hi - lo + 1 for lo, hi in spans] or [1]
+    total = math.prod(counts)
+    if total > max_points:
+        return None
+    rest = math.prod(counts[1:])
+    step = max(1, chunk // rest)
+    held = 0
+    for start in range(0, counts[0], step):
+        rows = min(step, counts[0] - start)
+        env = {s: _axis(lo + (start if i == 0 else 0), rows if i == 0 else n, i, len(symbols))
+               for i, (s, (lo, _), n) in enumerate(zip(symbols, spans, counts))}
+        try:
+            true, _ = _Vectorized(env).truth(f, (rows, *counts[1:]))
+        except _Overflow:
+            return None
+        held += int(np.count_nonzero(true))
+    return held / total
 
 
 class PointsEvaluator:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 
 import pytest
 import shapeproof
@@ -539,3 +540,36 @@ def test_the_guards_of_one_branch_asked_in_every_block_are_settled_by_one_trace(
     site, alone = str(F.disj(*stage1, *stage2)), [str(g) for g in stage1 + stage2]
     assert genuine(merging_site=True) == ([str(patch)], [site, str(patch)])
     assert genuine(merging_site=False) == ([str(patch)], [site] + alone + [str(patch)])
+
+
+class ShiftedWindows(torch.nn.Module):
+    """Swin's shifted block with a branchless pad to multiples of 6: ``x[:, :H, :W].contiguous()`` copies
+    only where H was padded, so the program's stride checks name H and W together though they reject
+    only the heights that are multiples of 6 (one in six)."""
+
+    def __init__(self, ws=6, c=4, shift=3):
+        super().__init__()
+        self.ws, self.shift = ws, shift
+        self.proj = torch.nn.Linear(c, c)
+
+    def forward(self, x):
+        b, h, w, c = x.shape
+        x = F_nn.pad(x, (0, 0, 0, (-w) % self.ws, 0, (-h) % self.ws))
+        hp, wp = x.shape[1], x.shape[2]
+        x = torch.roll(x, (-self.shift, -self.shift), (1, 2))
+        x = _unwindows(self.proj(_windows(x, self.ws)), self.ws, b, hp, wp)
+        x = torch.roll(x, (self.shift, self.shift), (1, 2))
+        return x[:, :h, :w].contiguous()
+
+
+def test_checks_over_named_dims_that_reject_a_share_of_the_declared_sizes_are_widened_away():
+    """torch.export keeps checks over several named dims as input checks; shapeproof widens them with
+    one more trace, and over named dims goes on while the traces join one program and the checks would
+    still reject at least 1% of the declared sizes (here 1 in 6 heights: the program rejected H = 60)."""
+    model = ShiftedWindows()
+    spec = ({1: Dim("H", min=32, max=256), 2: Dim("W", min=32, max=256)},)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        program = shapeproof.export(model, (torch.randn(2, 50, 37, 4),), dynamic_shapes=spec)
+    assert not [w for w in caught if "rejects inputs outside its region" in str(w.message)]
+    _check_against_eager(program, model, [(32, 32), (60, 121), (61, 120), (144, 144), (50, 37), (256, 255)])
