@@ -469,8 +469,9 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
             search.reason = ("the solver could not decide whether the regions cover the ranges "
                              f"({verdict.reason})")
             break
-        if len(search.traces) - programs.merged >= max_traces or len(search.traces) >= max_total and not (
-                len(search.traces) < bound and _worth_widening(programs, regions, search.box, widen_while)):
+        spent = len(search.traces) >= max_total and not (
+            len(search.traces) < bound and _worth_widening(programs, regions, search.box, widen_while))
+        if len(search.traces) - programs.merged >= max_traces or spent:
             search.reason = (f"{len(search.traces)} traces ({count} distinct programs) did not cover the "
                              f"declared ranges (max_regions={max_regions})")
             break
