@@ -61,3 +61,32 @@ def test_a_failing_search_leaves_the_model_as_torch_export_does():
     except ExportError:
         pass                                  # two code paths: without split, an error naming the regions
     assert type(model.window) is int and model.window == 8
+
+
+class SwapsItsAttention(torch.nn.Module):
+    """Replaces a submodule when the input is short, as Hugging Face BigBird's ``set_attention_type``
+    swaps each layer's block-sparse attention for full attention."""
+
+    def __init__(self):
+        super().__init__()
+        self.attend = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        if x.shape[1] <= 8 and isinstance(self.attend, torch.nn.Linear):
+            self.attend = torch.nn.Identity()
+        return self.attend(x) * 2
+
+
+def test_a_submodule_swapped_by_a_later_trace_is_put_back():
+    """Under Dim.AUTO the search traces T <= 8 too (widening torch's input check), where forward swaps
+    ``attend``; torch.export's one run at T = 16 keeps the Linear, and so must the user's model."""
+    model = SwapsItsAttention()
+    kept = ModuleState(model)
+    model.attend = torch.nn.Identity()
+    kept.restore()
+    assert isinstance(model.attend, torch.nn.Linear) and len(list(model.parameters())) == 2
+    x = torch.randn(2, 16, 4)
+    before = model(x)
+    result = shapeproof.export_with_report(model, (x,), dynamic_shapes=({1: Dim.AUTO},), split=True)
+    assert any(t.point["x.size(1)"] <= 8 for t in result.regions.traces)
+    assert isinstance(model.attend, torch.nn.Linear) and torch.equal(model(x), before)

@@ -11,9 +11,12 @@ an earlier run, a symbol from a finished trace); and once the search is done
 the model must be as torch.export would leave it.
 
 What is kept is each module's ``__dict__`` as a shallow copy: rebinding an
-attribute is undone, a new attribute is removed.  Parameters, buffers and
-submodules stay as they are: their tables are the same objects (torch
-restores what a trace does to parameter and buffer values itself).
+attribute is undone, a new attribute is removed.  The tables of submodules,
+parameters and buffers are kept the same way, entry by entry: Hugging Face
+BigBird swaps every layer's attention module for another when the sequence
+is short (``set_attention_type``), and a trace there must not leave the
+user's model with the swapped ones.  The objects themselves stay as they
+are (torch restores what a trace does to parameter and buffer values).
 """
 from __future__ import annotations
 
@@ -27,12 +30,26 @@ class ModuleState:
 
     def __init__(self, model):
         modules = model.modules() if isinstance(model, torch.nn.Module) else ()
-        self._saved = [(module, dict(vars(module))) for module in modules]
+        self._saved = [(module, dict(vars(module)),
+                        [(table, dict(table)) for table in _tables(module)]) for module in modules]
 
     def restore(self) -> None:
-        """Rebind every attribute to its kept value and drop the attributes added since."""
-        for module, attributes in self._saved:
-            current = vars(module)
-            for name in [n for n in current if n not in attributes]:
-                del current[name]
-            current.update(attributes)
+        """Rebind every attribute and table entry to its kept value and drop those added since."""
+        for module, attributes, tables in self._saved:
+            _put_back(vars(module), attributes)
+            for table, entries in tables:
+                _put_back(table, entries)
+
+
+# the tables of nn.Module whose entries are its submodules, parameters and buffers
+_TABLES = ("_modules", "_parameters", "_buffers")
+
+
+def _tables(module: torch.nn.Module) -> list[dict]:
+    return [table for table in (vars(module).get(name) for name in _TABLES) if isinstance(table, dict)]
+
+
+def _put_back(current: dict, kept: dict) -> None:
+    for name in [n for n in current if n not in kept]:
+        del current[name]
+    current.update(kept)
