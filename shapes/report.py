@@ -239,8 +239,11 @@ def _solvable_equation(f: S.Formula) -> bool:
 def _pinned(env: EnvView, restrictions: list[Violation], strategy: str,
             timeout: float) -> tuple[dict[int, Symbol], list[tuple[str, int]]]:
     """Restrictions that leave a ``Dim.DYNAMIC`` dim a single size (torch.export's "specialized" error), by
-    ``id``, each with the dim: those on the dim alone that the solver shows allow only the example's size,
-    and every one on a dim the tracer specialized (``s*t == 10*t`` made torch replace ``s`` by 10).
+    ``id``, each with the dim: those on the dim alone when the ones torch solves (linear in the dim:
+    ``s == 64``, ``s <= 64`` with ``s >= 64``) allow only the example's size, and every one on a dim the
+    tracer specialized (``s*t == 10*t`` made torch replace ``s`` by 10).  BigBird's ``s // 4 == 16`` with
+    ``s % 4 == 0`` also allows only 64, but torch keeps those as input checks and exports: so does
+    shapeproof, saying so (``_pinned_together``).
 
     torch lets a ``Dim.DYNAMIC`` dim become 0 or 1 (an example of that size kept
     symbolic by ``backed_size_oblivious``) and only checks it on the inputs; such
@@ -255,7 +258,8 @@ def _pinned(env: EnvView, restrictions: list[Violation], strategy: str,
             size, own = info.fixed, [v for v in restrictions if sym in v.lifted.free_symbols]
         else:
             size, own = info.hint, [v for v in restrictions if v.lifted.free_symbols == {sym}]
-            if not (own and _only_the_example(env, sym, own, strategy, timeout)):
+            solved = [v for v in own if _linear_in(v.lifted, sym)]
+            if not (solved and _only_the_example(env, sym, solved, strategy, timeout)):
                 continue
         if size in (0, 1):
             tolerated.append((info.label, size))
@@ -266,26 +270,38 @@ def _pinned(env: EnvView, restrictions: list[Violation], strategy: str,
 
 def _pinned_together(env: EnvView, restrictions: list[Violation], strategy: str,
                      timeout: float) -> list[tuple[str, int]]:
-    """``Dim.DYNAMIC`` dims (label, size) that restrictions over several dims leave a single size together.
+    """``Dim.DYNAMIC`` dims (label, size) that restrictions torch does not solve leave a single size together.
 
     torch.export exports these without a word (pixel_unshuffle's conv check
     ``C*(H//(H//2))*(W//(W//2)) == 12``, with ``H//2 != 1`` and ``W//2 != 1``,
-    accepts only ``C = 3``, which no single guard says); shapeproof exports
-    them too, and says so.  (torch fails where a later op makes it replace
-    ``C`` by 3; shapeproof exports that program as well, with the warning.)
+    accepts only ``C = 3``, which no single guard says; BigBird's ``s // 4 == 16``
+    and ``s % 4 == 0`` accept only ``s = 64``); shapeproof exports them too,
+    and says so.  (torch fails where a later op makes it replace ``C`` by 3;
+    shapeproof exports that program as well, with the warning.)
     """
     found = []
     for sym, info in env.symbols.items():
         if info.kind is not DimKind.DYNAMIC or info.hint is None or info.fixed is not None:
             continue
         mentioning = [v for v in restrictions if sym in v.lifted.free_symbols]
-        if not any(len(v.lifted.free_symbols) > 1 for v in mentioning):
+        if not mentioning:
             continue
         shared = set().union(*(v.lifted.free_symbols for v in mentioning))
         context = [v for v in restrictions if v.lifted.free_symbols <= shared]
         if _only_the_example(env, sym, context, strategy, timeout):
             found.append((info.label, info.hint))
     return found
+
+
+def _linear_in(f: S.Formula, sym: Symbol) -> bool:
+    """Whether every relation of ``f`` (a conjunction) is linear in ``sym``: what torch solves for a dim's
+    value or range (not ``s // 4 == 16``, nor a disjunction)."""
+    if isinstance(f, S.And):
+        return all(_linear_in(part, sym) for part in f.args)
+    if not isinstance(f, S.Rel):
+        return False
+    difference = f.lhs - f.rhs
+    return difference.is_polynomial(sym) and Poly(difference, sym).degree() <= 1
 
 
 def _only_the_example(env: EnvView, sym: Symbol, restrictions: list[Violation], strategy: str,

@@ -593,3 +593,38 @@ def test_dynamic_strided_convs_widen_past_torchs_check_with_one_trace_next_to_th
     assert _rejects(theirs, narrow) and not _rejects(ours, narrow)
     with torch.no_grad():
         torch.testing.assert_close(ours.module()(narrow), model(narrow))
+
+
+class _FloorPinned(torch.nn.Module):
+    def forward(self, x):                 # BigBird: seq % block == 0, then seq // block == 16 blocks
+        torch._check(x.shape[0] % 4 == 0)
+        torch._check(x.shape[0] // 4 == 16)
+        return x * 2
+
+
+class _EquationPinned(torch.nn.Module):
+    def forward(self, x):
+        torch._check(x.shape[0] == 64)
+        return x * 2
+
+
+def test_a_dynamic_dim_left_one_size_only_by_checks_torch_does_not_solve_exports_like_torch():
+    """torch makes a Dim.DYNAMIC dim a constant (its "specialized" error) only from guards it solves for the
+    dim (``s == 64``); ``s // 4 == 16`` with ``s % 4 == 0`` it keeps as input checks and exports (BigBird
+    under Dim.DYNAMIC): shapeproof exports the same program, with a warning naming the one size."""
+    spec, x = ({0: Dim.DYNAMIC},), torch.randn(64, 3)
+    torchs = torch.export.export(_FloorPinned(), (x,), dynamic_shapes=spec)
+    with pytest.warns(UserWarning, match=r"accept one size only of these Dim.DYNAMIC.*x.size\(0\) = 64"):
+        ours = shapeproof.export(_FloorPinned(), (x,), dynamic_shapes=spec)
+    for n in (60, 64, 68):
+        accepted = []
+        for program in (torchs, ours):
+            try:
+                accepted.append(torch.equal(program.module()(torch.ones(n, 3)), torch.full((n, 3), 2.0)))
+            except AssertionError:
+                accepted.append(False)
+        assert accepted == [n == 64] * 2, n
+    with pytest.raises(torch._dynamo.exc.UserError):
+        torch.export.export(_EquationPinned(), (x,), dynamic_shapes=spec)
+    with pytest.raises(ExportError, match="x.size\\(0\\)"):
+        shapeproof.export(_EquationPinned(), (x,), dynamic_shapes=spec)
