@@ -154,11 +154,8 @@ def _made_constant(env: EnvView, lifted: S.Formula, info, strategy: str, timeout
     allows only its example size."""
     if info.fixed is not None:
         return True
-    if lifted.free_symbols != {info.symbol}:
-        return False
-    only_hint = S.disj(S.neg(lifted), S.eq(info.symbol, info.hint))
-    return env.solver.prove(only_hint, ranges={info.symbol: info.range}, strategy=strategy,
-                            timeout=timeout).proven
+    return lifted.free_symbols == {info.symbol} and _allows_only_the_example(env, info.symbol, lifted,
+                                                                             strategy, timeout)
 
 
 def _restates_an_adopted_range(env: EnvView, lifted: S.Formula, strategy: str, timeout: float) -> bool:
@@ -307,10 +304,14 @@ def _linear_in(f: S.Formula, sym: Symbol) -> bool:
 def _only_the_example(env: EnvView, sym: Symbol, restrictions: list[Violation], strategy: str,
                       timeout: float) -> bool:
     """Whether the solver shows that ``restrictions`` together allow ``sym`` only its example's size."""
-    syms = set().union(*(v.lifted.free_symbols for v in restrictions))
-    only_hint = S.disj(S.neg(S.conj(*(v.lifted for v in restrictions))), S.eq(sym, env.symbols[sym].hint))
-    return env.solver.prove(only_hint, ranges={s: env.symbols[s].range for s in syms}, strategy=strategy,
-                            timeout=timeout).proven
+    return _allows_only_the_example(env, sym, S.conj(*(v.lifted for v in restrictions)), strategy, timeout)
+
+
+def _allows_only_the_example(env: EnvView, sym: Symbol, f: S.Formula, strategy: str, timeout: float) -> bool:
+    """Whether the solver shows that ``f`` holds, over the ranges of its dims, only at ``sym``'s example."""
+    only_hint = S.disj(S.neg(f), S.eq(sym, env.symbols[sym].hint))
+    return env.solver.prove(only_hint, ranges={s: env.symbols[s].range for s in f.free_symbols | {sym}},
+                            strategy=strategy, timeout=timeout).proven
 
 
 def _static_fix(env: EnvView, sym: Symbol) -> Fix:
