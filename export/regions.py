@@ -24,7 +24,6 @@ as its own guards, so every combination of pad branches is traced once).
 from __future__ import annotations
 
 import inspect
-import itertools
 import math
 import mmap
 import time
@@ -37,7 +36,7 @@ from shapeproof.shapes import GuardReport, ShapeEnv, lift
 from shapeproof.tracer.torch_internals import pytree
 from shapeproof import solver as F      # the solver's facade: conditions, questions, guard code
 from shapeproof.solver import (
-    Bounds, Solver, divisors, evaluate_term, guard_code, prove, share_holding, simplify, symbol, truth,
+    Bounds, Solver, divisors, evaluate_term, guard_code, holding_grid, prove, simplify, symbol, truth,
 )
 from shapeproof.tracer.engine_env import EngineShapeEnv, TorchDataDependentError, engine_tracing
 from shapeproof.tracer.size_tracking import small_buffers
@@ -515,8 +514,8 @@ def _worth_widening(programs: Programs, regions: list[F.Formula], box: dict, sha
     covers are at least ``share`` of the box (counted; not where the box is too large to count)."""
     if share is None or len(programs.groups) != 1:
         return False
-    left = share_holding(F.neg(F.disj(*regions)), box)
-    return left is not None and left >= share
+    left = holding_grid(F.neg(F.disj(*regions)), box)
+    return left is not None and left.share >= share
 
 
 class Programs:
@@ -808,24 +807,14 @@ def variable_sources(sizes: dict[str, Expr]) -> dict[Symbol, str]:
 def accepted_sizes(predicate: F.Formula, box: dict, limit: int = 4096) -> str | None:
     """What ``predicate`` accepts of ``box``, for messages (``3 of 64 (h, w): h in 2..3, w in 2..3``); None
     where the box is unbounded or has more than ``limit`` points."""
-    syms = sorted(predicate.free_symbols, key=str)
-    if not syms or any(s not in box or None in box[s] for s in syms):
+    grid = holding_grid(predicate, box, max_points=limit) if predicate.free_symbols else None
+    if grid is None:
         return None
-    spans: list[tuple[int, int]] = [box[s] for s in syms]
-    total = math.prod(hi - lo + 1 for lo, hi in spans)
-    if total > limit:
-        return None
-    seen: dict[Symbol, set[int]] = {s: set() for s in syms}
-    count = 0
-    for values in itertools.product(*(range(lo, hi + 1) for lo, hi in spans)):
-        point = dict(zip(syms, values))
-        if truth(predicate, point) is True:
-            count += 1
-            for s, v in point.items():
-                seen[s].add(v)
-    names = ", ".join(s.name for s in syms)
-    return (f"{count} of {total} ({names})" + (": " + ", ".join(f"{s.name} in {_runs(sorted(seen[s]))}"
-                                                                  for s in syms) if count else ""))
+    count, total = int(grid.mask.sum()), grid.mask.size
+    names = ", ".join(s.name for s in grid.symbols)
+    return (f"{count} of {total} ({names})" + (": " + ", ".join(f"{s.name} in {_runs(grid.values(k))}"
+                                                                  for k, s in enumerate(grid.symbols))
+                                                if count else ""))
 
 
 def _runs(values: list[int]) -> str:

@@ -22,7 +22,7 @@ from . import floats
 from .api import DEFAULT_SOLVER, STRATEGIES, bounds, prove, simplify
 from .bounds import Bounds
 from .classify import Learned, LearnedKind, classify_fact, divisibility_candidates
-from .enumerate import EnumerateStrategy, holds_along, share_holding
+from .enumerate import EnumerateStrategy, holding_grid, holds_along
 from .evaluate import Undefined, evaluate_term, holds, truth
 from .formula import (
     FALSE, TRUE, And, Const, Formula, Or, Rel, conj, disj, eq, formula_str, ge, gt, iff, le, lt, ne, neg, rel,
@@ -45,7 +45,7 @@ __all__ = [
     "prove", "simplify", "bounds", "evaluate", "classify_fact", "divisibility_candidates", "Solver",
     "DEFAULT_SOLVER", "STRATEGIES",
     "DEFAULT_TIMEOUT", "Verdict", "Status", "Vocabulary", "Learned", "LearnedKind", "holds", "truth",
-    "evaluate_term", "Undefined", "holds_along", "share_holding", "tighten", "Bounds",
+    "evaluate_term", "Undefined", "holds_along", "holding_grid", "tighten", "Bounds",
     # the language
     "parse", "parse_condition", "parse_term", "ParseError", "Limits",
     "Formula", "Rel", "And", "Or", "Const", "TRUE", "FALSE", "rel", "eq", "ne", "lt", "le", "gt", "ge",

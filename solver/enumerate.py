@@ -26,6 +26,7 @@ rounded value leaves int64.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import sympy
@@ -38,7 +39,7 @@ from .recent import Recent
 from .strategy import Outcome, Strategy, proven, refuted, unknown
 from .terms import iter_nodes
 
-__all__ = ["EnumerateStrategy", "holds_along", "share_holding", "failing_among", "grid_work",
+__all__ = ["EnumerateStrategy", "holds_along", "holding_grid", "Grid", "failing_among", "grid_work",
            "PointsEvaluator"]
 
 _SAFE_MAGNITUDE = 2.0 ** 62      # half of int64's range: room for float rounding in the magnitude shadow
@@ -394,25 +395,42 @@ def holds_along(f: F.Formula, sym: Symbol, lo: int, hi: int) -> np.ndarray:
         raise OverflowError("values exceed int64") from e
 
 
-def share_holding(f: F.Formula, ranges: dict, max_points: int = 1 << 22,
-                  chunk: int = 1 << 16) -> float | None:
-    """The share of the grid of ``ranges`` (over ``f``'s own symbols) where ``f`` is defined and true.
+class Grid(NamedTuple):
+    """The points of a box where a condition holds: ``mask[i, j, ...]`` is the point
+    ``symbols[0] = lows[0] + i``, ``symbols[1] = lows[1] + j``, ..."""
+
+    symbols: list[Symbol]
+    lows: list[int]
+    mask: np.ndarray
+
+    @property
+    def share(self) -> float:
+        """The share of the box's points where the condition holds."""
+        return np.count_nonzero(self.mask) / self.mask.size
+
+    def values(self, k: int) -> list[int]:
+        """The values of ``symbols[k]`` at which the condition holds somewhere."""
+        others = tuple(a for a in range(self.mask.ndim) if a != k)
+        return [self.lows[k] + int(i) for i in np.flatnonzero(self.mask.any(axis=others))]
+
+
+def holding_grid(f: F.Formula, ranges: dict, max_points: int = 1 << 22, chunk: int = 1 << 16) -> Grid | None:
+    """Where ``f`` is defined and true on the grid of ``ranges`` over ``f``'s own symbols.
 
     None where one of those ranges is unbounded or missing, the grid has more
-    than ``max_points`` points, or values exceed int64.  The grid is read in
-    chunks of about ``chunk`` points, so memory stays small for large formulas.
+    than ``max_points`` points, or values exceed int64.  The grid is evaluated
+    in chunks of about ``chunk`` points, so memory stays small for large formulas.
     """
     symbols = sorted(f.free_symbols, key=str)
     spans = [ranges.get(s, (None, None)) for s in symbols]
     if any(lo is None or hi is None for lo, hi in spans) or not _in_int64(spans):
         return None
     counts = [hi - lo + 1 for lo, hi in spans] or [1]
-    total = math.prod(counts)
-    if total > max_points:
+    if math.prod(counts) > max_points:
         return None
     rest = math.prod(counts[1:])
     step = max(1, chunk // rest)
-    held = 0
+    parts = []
     for start in range(0, counts[0], step):
         rows = min(step, counts[0] - start)
         env = {s: _axis(lo + (start if i == 0 else 0), rows if i == 0 else n, i, len(symbols))
@@ -421,8 +439,8 @@ def share_holding(f: F.Formula, ranges: dict, max_points: int = 1 << 22,
             true, _ = _Vectorized(env).truth(f, (rows, *counts[1:]))
         except _Overflow:
             return None
-        held += int(np.count_nonzero(true))
-    return held / total
+        parts.append(np.array(true, dtype=bool))
+    return Grid(symbols, [lo for lo, _ in spans], np.concatenate(parts))
 
 
 class PointsEvaluator:

@@ -282,12 +282,12 @@ def test_the_probe_evaluates_one_boxs_facts_once_for_all_its_questions():
 
 def test_the_share_of_a_box_where_a_condition_holds_is_counted_exactly():
     """Against a brute-force count; None where the box is unbounded or too large to count."""
-    from shapeproof.solver import share_holding, truth
+    from shapeproof.solver import holding_grid, truth
 
     goal = parse_condition("(H % 6) != 0 and (H // 6)*(W // 6) != 16 or W > 200")
     box = {symbol("H"): (32, 90), symbol("W"): (7, 256)}
     points = [{symbol("H"): h, symbol("W"): w} for h in range(32, 91) for w in range(7, 257)]
     expected = sum(truth(goal, p) is True for p in points) / len(points)
-    assert share_holding(goal, box, chunk=1000) == share_holding(goal, box) == expected
-    assert share_holding(goal, {symbol("H"): (32, None), symbol("W"): (7, 256)}) is None
-    assert share_holding(goal, box, max_points=100) is None
+    assert holding_grid(goal, box, chunk=1000).share == holding_grid(goal, box).share == expected
+    assert holding_grid(goal, {symbol("H"): (32, None), symbol("W"): (7, 256)}) is None
+    assert holding_grid(goal, box, max_points=100) is None
