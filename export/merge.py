@@ -27,6 +27,7 @@ question means no merge.
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -41,7 +42,7 @@ from .identities import RULES, OpView, arguments
 from .program_terms import ProgramTerms, Unreadable, is_sym_node, is_tensor_node
 from .progress import point_str
 
-__all__ = ["Merge", "serves", "could_unify"]
+__all__ = ["Merge", "serves", "could_unify", "copies_written"]
 
 # one proof per merge attempt carries every obligation at once (and unions of
 # guard conjunctions as facts), so it gets the time of a coverage question
@@ -117,6 +118,28 @@ def _written(graph: torch.fx.Graph) -> set:
             parent[find(other)] = find(node)
     written = {find(n) for n in writes}
     return {n for n in graph.nodes if find(n) in written}
+
+
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+
+
+def copies_written(graph: torch.fx.Graph, merged) -> frozenset:
+    """The branches merged while tracing (``MergedSite``s) whose body made a copy that shares memory with
+    an in-place write of ``graph``: where the body is skipped, that write would reach the copy's input.
+
+    A copy is found by its node's stack trace, which names the body's source line.
+    """
+    written = _written(graph)
+    found = set()
+    for node in graph.nodes:
+        rule = RULES.get(node.target) if node.op == "call_function" else None
+        if rule is None or not rule.copies or not _shares_a_write(node, written):
+            continue
+        frames = [(m.group("file"), int(m.group("line")))
+                  for m in _FRAME.finditer(node.meta.get("stack_trace") or "")]
+        found |= {site.key for site in merged for file, line in frames
+                  if file == site.filename and site.body_lines[0] <= line <= site.body_lines[1]}
+    return frozenset(found)
 
 
 def _nodes_in(value) -> list:

@@ -47,7 +47,7 @@ from shapeproof.tracer.stack_room import with_stack_room
 from shapeproof.tracer.torch_internals import EXPORTED_PROGRAM_GUARDS_ATTRIBUTE
 from sympy import Expr, Symbol
 
-from .merge import Merge, could_unify, serves
+from .merge import Merge, copies_written, could_unify, serves
 from .program_terms import ProgramTerms
 from .progress import TraceProgress, point_str, wanted
 from .specs import dim_specs
@@ -87,6 +87,7 @@ class Trace:
     symbols: dict[Symbol, Expr] = field(default_factory=dict)   # torch symbol -> canonical term
     branches: list[F.Formula] = field(default_factory=list)      # the region's guards from Python branches
     followed_buffers: frozenset[int] = frozenset()   # ids of the buffers sizes were followed through
+    unmerged: frozenset = frozenset()  # ``if``s (file, line) whose body must not be taken for every input
 
     @cached_property
     def at(self) -> dict[Symbol, int]:
@@ -268,10 +269,20 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
     start = time.perf_counter()
     candidates = small_buffers(model)
     followed = frozenset() if after is None else after.followed_buffers
+    unmerged = frozenset() if after is None else after.unmerged
 
     def export_once():
-        return _export_once(model, args, kwargs, spec, strategy, timeout, options,
-                            {i: b for i, b in candidates.items() if i in followed}, solver)
+        """One export; again without the branch merges it finds unsound (each attempt refuses at least
+        one more ``if``, so this ends)."""
+        nonlocal unmerged
+        while True:
+            found = _export_once(model, args, kwargs, spec, strategy, timeout, options,
+                                 {i: b for i, b in candidates.items() if i in followed}, solver, unmerged)
+            refused = unmerged_after(found[1], found[2])
+            if refused <= unmerged:
+                return found
+            unmerged |= refused
+            started_from.restore()
 
     engine, torch_env, program, failure = export_once()
     if after is None and data_dependent_cause(failure) is not None and candidates:
@@ -301,16 +312,29 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
         _set_checks(program, getattr(program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE) + derived_dim_checks(sizes))
         label_size_asserts(program, torch_env.size_tracker)
     return Trace(point, engine, torch_env, program, failure, report, region, sizes, ranges, declared, seconds,
-                 started_from, symbols, [g for g, branch in parts or () if branch], followed)
+                 started_from, symbols, [g for g, branch in parts or () if branch], followed, unmerged)
+
+
+def unmerged_after(torch_env: EngineShapeEnv, program) -> frozenset:
+    """The ``if``s a trace must not merge, as found by the trace and its program: those whose body was not
+    an identity where skipped, and those whose copies (a pad, ``contiguous``) share memory with an in-place
+    write of the program, where dropping the copy would change what the write reaches."""
+    merging = torch_env.branch_merging
+    assert merging is not None, "engine traces merge branches"
+    if program is None or not merging.merged:
+        return frozenset(merging.refused)
+    return frozenset(merging.refused) | copies_written(program.graph, merging.merged)
 
 
 def _export_once(model, args, kwargs, spec, strategy: str, timeout: float, options: dict | None,
-                 buffers: dict[int, torch.Tensor], solver: Solver) -> tuple:
+                 buffers: dict[int, torch.Tensor], solver: Solver,
+                 unmerged: frozenset = frozenset()) -> tuple:
     """``(engine, torch_env, program or None, failure or None)`` of one ``torch.export.export`` call that
-    follows sizes through ``buffers``, its engine asking ``solver``."""
+    follows sizes through ``buffers``, its engine asking ``solver``, merging every ``if`` it can but
+    ``unmerged``."""
     engine = ShapeEnv(strategy=strategy, timeout=timeout, solver=solver)
     prefer_deferred = bool((options or {}).get("prefer_deferred_runtime_asserts_over_guards", False))
-    context, torch_env = engine_tracing(engine, dim_specs(spec), buffers, prefer_deferred)
+    context, torch_env = engine_tracing(engine, dim_specs(spec), buffers, prefer_deferred, unmerged)
     program, failure = None, None
     with context:
         try:

@@ -11,13 +11,14 @@ from .fixes import Fix, FixKind, dim_fix, joint_fixes
 from .html_report import render_html
 from .inputs import InputError, check_name, check_span
 from .provenance import Frame, Provenance, capture, is_user_frame
-from .records import Guard, Query, RuntimeAssert
+from .records import Guard, MergedBranch, Query, RuntimeAssert
 from .report import GuardReport, Violation, asserts_that_narrow, lift
 from .standalone import explain_guard
 from .symbols import DimKind, Source, Specialization, SymbolInfo, specialization_lines
 
 __all__ = [
     "ShapeEnv", "DimKind", "Source", "SymbolInfo", "Specialization", "Guard", "RuntimeAssert", "Query",
+    "MergedBranch",
     "GuardReport", "Violation",
     "Explanation", "DimInfo", "explain", "explain_guard", "Fix", "FixKind", "dim_fix", "joint_fixes",
     "Provenance", "Frame", "capture",

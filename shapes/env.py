@@ -40,7 +40,7 @@ from .graph import DependencyGraph
 from .knowledge import Knowledge
 from .explain import explain as _explain
 from .provenance import Provenance, capture
-from .records import Guard, Purpose, Query, RuntimeAssert
+from .records import Guard, MergedBranch, Purpose, Query, RuntimeAssert
 from .report import produce_guards as _produce_guards
 from .symbols import DimKind, Range, Source, Specialization, SymbolInfo, span_str
 
@@ -77,6 +77,7 @@ class ShapeEnv:
         self.knowledge = Knowledge()
         self.guards: list[Guard] = []
         self.runtime_asserts: list[RuntimeAssert] = []
+        self.merged_branches: list[MergedBranch] = []
         self.queries: list[Query] = []
         self.notes: list[str] = []
         self.specialized: list[Specialization] = []     # dims declared dynamic whose example was 0/1
@@ -258,6 +259,23 @@ class ShapeEnv:
         c = self.knowledge.condition(_as_condition(cond))
         purpose = Purpose.STATIC_FIRST if before_torch else Purpose.STATIC
         return self._decide(c, self._hint_truth(c), purpose, size_oblivious or self._oblivious > 0, where)
+
+    def proven(self, goal, assuming=(), where: Provenance | None = None) -> bool:
+        """Whether ``goal`` holds for every input in range, given what is known and the ``assuming``
+        conditions (a side of a branch); never records anything."""
+        c = self.knowledge.condition(_as_condition(goal))
+        if isinstance(c, S.Const):
+            return c.value
+        extra = tuple(self.knowledge.condition(_as_condition(a)) for a in assuming)
+        return self._solve(c, Purpose.MERGE, False, where, extra).proven
+
+    def record_merged_branch(self, condition, where: Provenance | None = None,
+                             rewrites: tuple[str, ...] = ()) -> MergedBranch:
+        """A branch the tracer took for every input (see ``MergedBranch``); no guard, nothing learned."""
+        merged = MergedBranch(len(self.merged_branches), _as_condition(condition), where or capture(),
+                              rewrites)
+        self.merged_branches.append(merged)
+        return merged
 
     def known_from_ranges(self, cond, ranges: dict) -> bool | None:
         """True/False when provable from ``ranges`` alone (no learned facts), else None."""

@@ -7,7 +7,7 @@ from shapeproof.solver import Formula, Verdict, Vocabulary
 
 from .provenance import Provenance
 
-__all__ = ["Guard", "RuntimeAssert", "Query"]
+__all__ = ["Guard", "RuntimeAssert", "MergedBranch", "Query"]
 
 
 @dataclass
@@ -51,6 +51,23 @@ class RuntimeAssert:
     message: str = ""
 
 
+@dataclass
+class MergedBranch:
+    """A Python branch on sizes whose body the trace took for every input, recording no guard.
+
+    Where ``condition`` (when the body runs) is false, the body is proven to
+    be an identity: it pads by 0, slices whole dims, resizes to the size a
+    tensor has.  ``rewrites`` says which size arguments were replaced by a
+    value proven equal to the original where ``condition`` holds and neutral
+    where it does not (``4 - W % 4`` padded as ``(4 - W % 4) % 4``).
+    """
+
+    index: int
+    condition: Formula
+    where: Provenance | None
+    rewrites: tuple[str, ...] = ()
+
+
 class Purpose(Vocabulary):
     """Why the environment asked the solver."""
 
@@ -60,6 +77,7 @@ class Purpose(Vocabulary):
     STATIC = "static"                      # statically_known: never records anything
     STATIC_FIRST = "static_first"          # the same, asked before torch's own reasoning was (large terms)
     LEARN = "learn"                        # whether a new fact implies a divisibility it does not state
+    MERGE = "merge"                        # whether a branch's body is an identity on the side that skips it
 
 
 @dataclass

@@ -130,11 +130,22 @@ class CondOnShape(nn.Module):
 
 
 class BranchOnRemainder(nn.Module):
-    """``if T % 4 != 0: pad`` -- a real range-dependent branch: export must fail and explain."""
+    """``if T % 4 != 0: pad``: where the branch is not taken its body would pad by ``4 - T % 4 % 4 == 0``,
+    so one trace serves both sides (``tracer/branch_merge``)."""
 
     def forward(self, x):
         if x.shape[1] % 4 != 0:
             x = F.pad(x, (0, 0, 0, 4 - x.shape[1] % 4))
+        return x.reshape(x.shape[0], -1, 4 * x.shape[2])
+
+
+class ScaleOnRemainder(nn.Module):
+    """``if T % 4 != 0: pad and halve`` -- a real range-dependent branch (the halving is no identity where
+    the branch is not taken): export must fail and explain."""
+
+    def forward(self, x):
+        if x.shape[1] % 4 != 0:
+            x = F.pad(x, (0, 0, 0, 4 - x.shape[1] % 4)) * 0.5
         return x.reshape(x.shape[0], -1, 4 * x.shape[2])
 
 
@@ -181,6 +192,10 @@ CASES = [
     Case("cond_on_shape", lambda: (CondOnShape(), _randn(6, 3), ({0: Dim("B", min=2, max=16)},)),
          lambda d: _randn(d["B"], 3),
          [{"B": 2}, {"B": 16}, {"B": 4}, {"B": 5}, {"B": 11}]),
+    Case("branch_on_remainder", lambda: (BranchOnRemainder(), _randn(2, 50, 8),
+                                         ({0: Dim("B", min=1, max=8), 1: Dim("T", min=2, max=1024)},)),
+         lambda d: _randn(d["B"], d["T"], 8),
+         [{"B": 1, "T": 2}, {"B": 8, "T": 1024}, {"B": 2, "T": 4}, {"B": 3, "T": 5}, {"B": 2, "T": 1023}]),
 ]
 
 class Unshuffle(nn.Module):
@@ -193,7 +208,7 @@ FAILING = {
                                  ({0: Dim("B", min=1, max=4), 2: Dim("H", min=4, max=64),
                                    3: Dim("W", min=4, max=64)},)),
                                  lambda d: _randn(d["B"], 3, d["H"], d["W"])),
-    "branch_on_remainder": Case("branch_on_remainder", lambda: (BranchOnRemainder(), _randn(2, 50, 8),
-                                ({0: Dim("B", min=1, max=8), 1: Dim("T", min=2, max=1024)},)),
-                                lambda d: _randn(d["B"], d["T"], 8)),
+    "scale_on_remainder": Case("scale_on_remainder", lambda: (ScaleOnRemainder(), _randn(2, 50, 8),
+                               ({0: Dim("B", min=1, max=8), 1: Dim("T", min=2, max=1024)},)),
+                               lambda d: _randn(d["B"], d["T"], 8)),
 }

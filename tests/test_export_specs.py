@@ -173,7 +173,7 @@ _SUGGESTED = {
     "tie": (_Add(), (torch.randn(5, 3), torch.randn(5, 3)),
             ({0: Dim("dx", min=2, max=100)}, {0: Dim("dy", min=2, max=100)}), ["dy = dx"]),
     "multiple": (_HalfBatch(), (torch.randn(6, 3),), ({0: Dim("B", min=2, max=100)},),
-                 ["B_2 = Dim('B_2', min=2, max=50)", "B = 2*B_2"]),
+                 ["B_2 = Dim('B_2', min=1, max=50)", "B = 2*B_2"]),
     "range": (_Capped(), (torch.randn(6, 3),), ({0: Dim("B", min=2, max=100)},),
               ["B = Dim('B', min=2, max=64)"]),
     "static": (_FourRows(), (torch.randn(4, 3),), ({0: Dim("B", min=2, max=100)},), ["B = 4"]),

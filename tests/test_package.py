@@ -19,7 +19,8 @@ from torch.export import Dim
 
 
 class PadThenScale(torch.nn.Module):
-    """Two regions (``T % 4``), and a weight in each member."""
+    """Two regions (``T % 4``: the padded side is also scaled, so the branch is a real one), and a weight
+    in each member."""
 
     def __init__(self):
         super().__init__()
@@ -27,7 +28,7 @@ class PadThenScale(torch.nn.Module):
 
     def forward(self, x):
         if x.shape[1] % 4 != 0:
-            x = F_nn.pad(x, (0, 0, 0, 4 - x.shape[1] % 4))
+            x = F_nn.pad(x, (0, 0, 0, 4 - x.shape[1] % 4)) * 2
         return x * self.scale
 
 

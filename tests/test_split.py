@@ -20,12 +20,13 @@ __shapeproof_user_code__ = True
 
 
 class PadToMultiple(torch.nn.Module):
-    """``if T % 4 != 0: pad``: a true branch on a size, two programs."""
+    """``if T % 4 != 0: pad and scale``: a true branch on a size (where it is skipped, its body would not be
+    an identity, so the trace cannot take it for every input), two programs."""
 
     def forward(self, x):
         b, t, d = x.shape
         if t % 4 != 0:
-            x = F_nn.pad(x, (0, 0, 0, 4 - t % 4))
+            x = F_nn.pad(x, (0, 0, 0, 4 - t % 4)) * 3
         return x.reshape(b, x.shape[1] // 4, 4 * d) * 2
 
 

@@ -44,8 +44,11 @@ from types import FrameType
 import sympy
 import torch
 
-from shapeproof.shapes import DataDependentError, DimKind, Provenance, ShapeEnv, Source, capture
+from shapeproof.shapes import (
+    DataDependentError, DimKind, Provenance, ShapeEnv, Source, capture, is_user_frame,
+)
 
+from .branch_merge import BranchMerging
 from .data_errors import annotated
 from .exact_cancel import exact_cancellation
 from .fake_mode import EngineFakeTensorMode
@@ -57,7 +60,8 @@ from .sym_expr_cache import cached_sym_exprs
 from .symbolic_range import symbolic_ranges
 from .sympy_bridge import Conversions, UnsupportedExpression, bounds_of
 from .torch_internals import (
-    FORCED_SPECIALIZATIONS, PRETTIFY_RESULTS, GuardOnDataDependentSymNode, OpOverload,
+    BOOL_GUARD_PATH, FORCED_SPECIALIZATIONS, METADATA_FUNCTION, PRETTIFY_RESULTS, GuardOnDataDependentSymNode,
+    OpOverload,
     RelaxedUnspecConstraint, StrictMinMaxConstraint, TorchShapeEnv, TracingContext, UserError, UserErrorType,
     convert_guards_to_code, tracing, uninteresting_files,
 )
@@ -184,6 +188,8 @@ class EngineShapeEnv(TorchShapeEnv):
         # set by engine_tracing: sizes followed through small tensors
         self.size_tracker: SizeTracker | None = None
         self.bool_symbols: set = set()  # unbacked symbols torch made for booleans of data (``bool(t)``)
+        # set by engine_tracing: ``if``s on sizes whose body the trace takes for every input
+        self.branch_merging: BranchMerging | None = None
 
     # -- symbols -----------------------------------------------------------------
     def create_symbol(self, val, source, dynamic_dim=None, constraint_dim=None, positive=True,
@@ -378,6 +384,13 @@ class EngineShapeEnv(TorchShapeEnv):
                       forcing_spec=False):
         if self.size_tracker is not None:
             self.size_tracker.flush()
+        if self.branch_merging is not None and fallback_value is None and not size_oblivious:
+            merged = self._merged_branch(orig_expr)
+            if merged is not None:
+                return merged
+        if (fallback_value is not None and _labelling_a_node()
+                and self._maybe_evaluate_static(orig_expr) is None):
+            return fallback_value
         before = len(self.guards)
         self._evaluating += 1
         try:
@@ -391,6 +404,18 @@ class EngineShapeEnv(TorchShapeEnv):
             self._evaluating -= 1
         self._mirror_guards(before)
         return result
+
+    def _merged_branch(self, expr) -> bool | None:
+        """The answer ``branch_merge`` gives an ``if`` of the user's code on sizes, or None (a guard as
+        usual).  Only a question Python asks for a conditional jump of a user frame, and one neither torch
+        nor the engine settles statically, is a branch to merge."""
+        frame = _asking_frame()
+        if frame is None or not is_user_frame(frame) or not _has_symbols(expr):
+            return None
+        if self._maybe_evaluate_static(expr) is not None:
+            return None
+        assert self.branch_merging is not None
+        return self.branch_merging.decide(expr, frame)
 
     # torch's is wrapped in functools.lru_cache, which mypy cannot see as a method; not cached here either
     def guard_or_defer_runtime_assert(self, orig_expr, msg, fx_node=None):  # type: ignore[override]
@@ -503,6 +528,35 @@ class EngineShapeEnv(TorchShapeEnv):
         return TorchDataDependentError(expr, annotated(error, expr.free_symbols, unbound, self.bool_symbols))
 
 
+def _labelling_a_node() -> bool:
+    """Whether torch asks while filling a graph node's ``tensor_meta`` (``METADATA_FUNCTION``): the answer
+    labels the node and decides nothing the program computes, so it must not become a guard."""
+    module, function = METADATA_FUNCTION
+    frame: FrameType | None = sys._getframe(2)
+    for _ in range(12):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == function and frame.f_globals.get("__name__") == module:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _asking_frame() -> FrameType | None:
+    """The frame that asked for a truth value, when the question came straight from ``bool(symbool)``
+    (``BOOL_GUARD_PATH``) rather than from inside torch."""
+    frame: FrameType | None = sys._getframe(3)     # past _asking_frame, _merged_branch and evaluate_expr
+    for _ in range(4):                              # and any wrapper of evaluate_expr
+        if frame is None or frame.f_code.co_name == BOOL_GUARD_PATH[0]:
+            break
+        frame = frame.f_back
+    for name in BOOL_GUARD_PATH:
+        if frame is None or frame.f_code.co_name != name:
+            return None
+        frame = frame.f_back
+    return frame
+
+
 def _message_or_nothing(prettify):
     """torch's fix suggestions only build a message, and crash on some derived dims
     (``math.ceil`` of a symbolic bound in ``_process_derived_dim_roots``); the
@@ -524,7 +578,8 @@ def _warn_only(context):
 
 
 def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None,
-                   buffers: dict[int, torch.Tensor] | None = None, prefer_deferred_asserts: bool = False):
+                   buffers: dict[int, torch.Tensor] | None = None, prefer_deferred_asserts: bool = False,
+                   unmerged: frozenset = frozenset()):
     """Context in which ``torch.export.export(strict=False)`` traces with ``engine`` deciding shapes.
 
     Uses export's documented reuse of an ambient TracingContext's fake mode
@@ -533,18 +588,24 @@ def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None
     (``size_tracking``), including the model's ``buffers`` (by ``id``; see
     ``small_buffers``).  ``prefer_deferred_asserts`` is export's
     ``prefer_deferred_runtime_asserts_over_guards``, which export would have
-    given the ShapeEnv it builds itself.  Returns ``(context manager, EngineShapeEnv)``.
+    given the ShapeEnv it builds itself.  ``unmerged``: ``if`` statements (file, line) whose body
+    an earlier attempt found not to be an identity on the side that skips it (``branch_merge``).
+    Returns ``(context manager, EngineShapeEnv)``.
     """
     torch_env = EngineShapeEnv(engine=engine, dim_specs=dim_specs, tracked_fakes=[], trace_asserts=True,
                                prefer_deferred_runtime_asserts_over_guards=prefer_deferred_asserts)
     fake_mode = EngineFakeTensorMode(shape_env=torch_env, allow_non_fake_inputs=True, export=True,
                                      constants=buffers)
     torch_env.size_tracker = fake_mode.size_tracker
-    return _traced(TracingContext(fake_mode)), torch_env
+    torch_env.branch_merging = BranchMerging(torch_env, unmerged)
+    return _traced(TracingContext(fake_mode), torch_env.branch_merging), torch_env
 
 
 @contextmanager
-def _traced(context: TracingContext):
+def _traced(context: TracingContext, merging: BranchMerging):
     with tracing(context), exact_cancellation(), symbolic_ranges(), symbolic_rnns(), loop_bodies_unfollowed():
         with sizes_checked_against_inputs(), cached_sym_exprs():
-            yield
+            try:
+                yield
+            finally:
+                merging.abandon()

@@ -143,6 +143,16 @@ DRAFT_EXPORT_REPORT_ATTRIBUTE = "_report"
 OP_SCHEMA_ATTRIBUTE = "_schema"
 
 
+# torch fills each graph node's ``tensor_meta`` (its memory format, among others) by asking contiguity
+# questions with ``guard_or_true``/``guard_or_false``: over backed sizes they would become guards of the
+# program, though the answer only labels the node (engine_env answers with the fallback instead).
+METADATA_FUNCTION = ("torch.fx.passes.shape_prop", "_extract_tensor_metadata")
+
+# How ``bool(symbool)`` reaches ShapeEnv.evaluate_expr, innermost first: the frame above the last is the code
+# that asked for the truth value (branch_merge reads its ``if`` from there).
+BOOL_GUARD_PATH = ("evaluate_sym_node", "evaluate", "guard_bool", "bool_", "__bool__")
+
+
 def op_schema(op):
     """``op``'s ``torch.FunctionSchema`` (``arguments``, ``is_mutable``), or None if it has none."""
     return getattr(op, OP_SCHEMA_ATTRIBUTE, None)

@@ -1,0 +1,336 @@
+"""One trace through size branches whose two sides agree (tracer/branch_merge.py, tracer/branch_sites.py).
+
+Each idiom is a small model exported over a range where the branch goes both
+ways; the program must come from one trace, record no guard for the branch,
+and match eager at every size of the range (or a sweep of it).  Negative
+cases keep today's behaviour: a body with effects the trace cannot see, or
+one that is not an identity where it would be skipped, is not merged.  The
+identities the merge relies on are checked on eager, bit for bit, including
+non-finite values and signed zeros.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.export import Dim
+
+import shapeproof
+from shapeproof.export.errors import ExportError
+from shapeproof.export.regions import trace
+from shapeproof.tracer.branch_merge import _EXACT_RESIZE
+
+torch.manual_seed(0)
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    return t.contiguous().view(torch.int32 if t.dtype == torch.float32 else torch.int64)
+
+
+def _nasty(*shape) -> torch.Tensor:
+    """Random values with a nan, an inf and a negative zero: what bit-for-bit identities must keep."""
+    x = torch.randn(*shape)
+    flat = x.view(-1)
+    flat[0], flat[1], flat[-1] = float("nan"), float("inf"), -0.0
+    return x
+
+
+def _one_trace(model, args, spec):
+    """The first trace of an export, with what its engine recorded."""
+    return trace(model, args, None, spec, "cascade", 2.0)
+
+
+def _matches_eager(model, program, shapes, make=lambda s: torch.randn(*s)) -> None:
+    module = program.module()
+    for shape in shapes:
+        x = make(shape)
+        with torch.no_grad():
+            expected, got = model(x), module(x)
+        assert torch.equal(expected, got), f"mismatch at {shape}"
+
+
+# ---------------------------------------------------------------------------- idiom 1: pad to a multiple
+
+class PadStage(nn.Module):
+    def __init__(self, multiple: int):
+        super().__init__()
+        self.multiple = multiple
+        self.conv = nn.Conv1d(4, 4, multiple, stride=multiple)
+
+    def forward(self, x):
+        if x.size(-1) % self.multiple != 0:
+            x = F.pad(x, (0, self.multiple - x.size(-1) % self.multiple))
+        return self.conv(x)
+
+
+class Stages(nn.Module):
+    def __init__(self, k: int, multiple: int = 2):
+        super().__init__()
+        self.stages = nn.ModuleList(PadStage(multiple) for _ in range(k))
+
+    def forward(self, x):
+        for stage in self.stages:
+            x = stage(x)
+        return x
+
+
+def test_four_padding_stages_are_one_trace_and_one_program():
+    model = Stages(4).eval()
+    x = torch.randn(2, 4, 45)
+    spec = ({2: Dim("W", min=40, max=300)},)
+    first = _one_trace(model, (x,), spec)
+    assert first.program is not None and first.region is not None
+    assert not [g for g in first.report.guards if g.verdict is None or not g.verdict.proven]
+    assert len(first.engine.merged_branches) == 4
+    assert all(m.rewrites for m in first.engine.merged_branches)   # 2 - W % 2 padded as (2 - W % 2) % 2
+    program = shapeproof.export(model, (x,), dynamic_shapes=spec)
+    assert program.range_constraints[next(iter(program.range_constraints))].lower == 40
+    _matches_eager(model, program, [(2, 4, w) for w in range(40, 301)])
+
+
+def test_a_constant_pad_amount_becomes_the_conditions_indicator():
+    class OddPad(nn.Module):
+        def forward(self, x):
+            if x.size(-1) % 2 == 1:
+                x = F.pad(x, (0, 1))
+            return x.view(x.size(0), -1, 2).sum(-1)
+
+    model = OddPad()
+    program = shapeproof.export(model, (torch.randn(3, 9),), dynamic_shapes=({1: Dim("W", min=2, max=64)},))
+    _matches_eager(model, program, [(3, w) for w in range(2, 65)])
+
+
+def test_a_flag_assigned_by_or_then_tested():
+    class MergeHalves(nn.Module):          # Swin's patch merging writes it this way
+        def forward(self, x):               # (B, H, W, C)
+            height, width = x.shape[1], x.shape[2]
+            should_pad = (height % 2 == 1) or (width % 2 == 1)
+            if should_pad:
+                pad_values = (0, 0, 0, width % 2, 0, height % 2)
+                x = nn.functional.pad(x, pad_values)
+            return torch.cat([x[:, 0::2, 0::2], x[:, 1::2, 1::2]], -1)
+
+    model = MergeHalves()
+    x = torch.randn(2, 7, 10, 3)
+    spec = ({1: Dim("H", min=2, max=20), 2: Dim("W", min=2, max=20)},)
+    first = _one_trace(model, (x,), spec)
+    assert len(first.engine.merged_branches) == 1 and first.region is not None
+    program = shapeproof.export(model, (x,), dynamic_shapes=spec)
+    _matches_eager(model, program, [(2, h, w, 3) for h in range(2, 21) for w in (2, 3, 8, 11, 20)])
+
+
+def test_a_crop_after_a_branchless_pad_is_a_slice_of_the_whole_dim_where_nothing_was_padded():
+    class Window(nn.Module):
+        def forward(self, x):               # (B, H, W, C), windows of 4
+            height, width = x.shape[1], x.shape[2]
+            pad_r, pad_b = (4 - width % 4) % 4, (4 - height % 4) % 4
+            y = F.pad(x, (0, 0, 0, pad_r, 0, pad_b)) * 2
+            was_padded = pad_r > 0 or pad_b > 0
+            if was_padded:
+                y = y[:, :height, :width, :].contiguous()
+            return y + x
+
+    model = Window()
+    x = torch.randn(1, 9, 12, 2)
+    spec = ({1: Dim("H", min=4, max=40), 2: Dim("W", min=4, max=40)},)
+    assert len(_one_trace(model, (x,), spec).engine.merged_branches) == 1
+    program = shapeproof.export(model, (x,), dynamic_shapes=spec)
+    _matches_eager(model, program, [(1, h, w, 2) for h in (4, 5, 8, 11, 40) for w in (4, 7, 12, 13, 39)])
+
+
+def test_padding_stages_under_dim_auto_keep_every_size():
+    model = Stages(3).eval()
+    program = shapeproof.export(model, (torch.randn(2, 4, 37),), dynamic_shapes=({2: Dim.AUTO},))
+    _matches_eager(model, program, [(2, 4, w) for w in (8, 9, 16, 31, 37, 64, 100, 257)])
+
+
+# ---------------------------------------------------------------------------- idiom 2: resize when different
+
+class CachedTable(nn.Module):
+    def __init__(self, mode: str, antialias: bool = False):
+        super().__init__()
+        self.grid, self.mode, self.antialias = 4, mode, antialias
+        self.table = nn.Parameter(torch.randn(1, 3, 4, 4))
+
+    def forward(self, x):                   # (B, 3, g, g)
+        g = x.size(-1)
+        table = self.table
+        if g != self.grid:
+            table = F.interpolate(table, size=(g, g), mode=self.mode, antialias=self.antialias)
+        return x + table
+
+
+@pytest.mark.parametrize("mode,antialias", [("nearest", False), ("nearest-exact", False), ("bilinear", True),
+                                            ("bicubic", True)])
+def test_a_cached_table_resized_only_when_the_grid_differs(mode, antialias):
+    model = CachedTable(mode, antialias)
+    x = torch.randn(2, 3, 6, 6)
+    spec = ({2: Dim("G", min=2, max=12), 3: Dim("G", min=2, max=12)},)
+    assert len(_one_trace(model, (x,), spec).engine.merged_branches) == 1
+    program = shapeproof.export(model, (x,), dynamic_shapes=spec)
+    _matches_eager(model, program, [(2, 3, g, g) for g in range(2, 13)])
+
+
+def test_a_resize_that_is_not_exact_at_the_same_size_is_not_merged():
+    model = CachedTable("bicubic", antialias=False)   # 0 * inf is nan: not an identity for every input
+    x = torch.randn(2, 3, 6, 6)
+    spec = ({2: Dim("G", min=2, max=12), 3: Dim("G", min=2, max=12)},)
+    first = _one_trace(model, (x,), spec)
+    assert not first.engine.merged_branches
+    assert first.unmerged and first.region is not None      # tried, found out, traced again without it
+
+
+# ---------------------------------------------------------------------------- what is not merged
+
+def _kept_a_guard(model, x, spec) -> bool:
+    first = _one_trace(model, (x,), spec)
+    return not first.engine.merged_branches and any(
+        g.verdict is not None and not g.verdict.proven for g in first.report.guards)
+
+
+class Counting(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.padded = 0
+
+    def forward(self, x):
+        if x.size(-1) % 4 != 0:
+            self.padded += 1                                  # a store into an object
+            x = F.pad(x, (0, 4 - x.size(-1) % 4))
+        return x.view(x.size(0), -1, 4)
+
+
+class CallsAModule(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fix = nn.Identity()
+
+    def forward(self, x):
+        if x.size(-1) % 4 != 0:
+            x = self.fix(F.pad(x, (0, 4 - x.size(-1) % 4)))   # user code: effects unseen
+        return x.view(x.size(0), -1, 4)
+
+
+class NotAnIdentity(nn.Module):
+    def forward(self, x):
+        if x.size(-1) % 4 != 0:
+            x = x * 2                                         # where skipped, x is not doubled
+        return x
+
+
+class ReadsItsAmountAfter(nn.Module):
+    def forward(self, x):
+        pad = 0
+        if x.size(-1) % 4 != 0:
+            pad = 4 - x.size(-1) % 4
+            x = F.pad(x, (0, pad))
+        return x[:, : x.size(-1) - pad] * 3                   # `pad` is 4 - W % 4 = 4, not 0, where skipped
+
+
+class HasAnElse(nn.Module):
+    def forward(self, x):
+        if x.size(-1) % 4 != 0:
+            x = F.pad(x, (0, 4 - x.size(-1) % 4))
+        else:
+            x = x + 0
+        return x.view(x.size(0), -1, 4)
+
+
+@pytest.mark.parametrize("model", [Counting(), CallsAModule(), NotAnIdentity(), ReadsItsAmountAfter(),
+                                   HasAnElse()], ids=lambda m: type(m).__name__)
+def test_bodies_with_other_effects_keep_their_guard(model):
+    assert _kept_a_guard(model, torch.randn(2, 10), ({1: Dim("W", min=4, max=64)},))
+
+
+def test_a_refused_merge_leaves_an_export_that_still_matches_eager():
+    model = ReadsItsAmountAfter()
+    package = shapeproof.export(model, (torch.randn(2, 10),), dynamic_shapes=({1: Dim("W", min=4, max=64)},),
+                                split=True)
+    for w in range(4, 65):
+        x = torch.randn(2, w)
+        assert torch.equal(model(x), package.module()(x))
+
+
+def test_a_branch_on_a_static_size_is_left_to_python():
+    class Static(nn.Module):
+        def forward(self, x):
+            if x.size(0) % 2 != 0:                  # static: no guard, nothing to merge
+                x = F.pad(x, (0, 0, 0, 1))
+            return x
+
+    first = _one_trace(Static(), (torch.randn(3, 8),), ({1: Dim("W", min=2, max=16)},))
+    assert not first.engine.merged_branches and first.program is not None
+
+
+def test_a_module_whose_source_cannot_be_read_keeps_its_guard():
+    namespace: dict = {}
+    exec(compile("def forward(self, x):\n"
+                 "    if x.size(-1) % 4 != 0:\n"
+                 "        x = F.pad(x, (0, 4 - x.size(-1) % 4))\n"
+                 "    return x.view(x.size(0), -1, 4)\n", "<generated>", "exec"), {"F": F}, namespace)
+    model = type("Generated", (nn.Module,), {"forward": namespace["forward"]})()
+    with pytest.raises(ExportError):
+        shapeproof.export(model, (torch.randn(2, 10),), dynamic_shapes=({1: Dim("W", min=4, max=64)},))
+
+
+# ---------------------------------------------------------------------------- the identities, on eager
+
+def test_a_constant_pad_by_zero_is_an_identity():
+    x = _nasty(2, 3, 5, 6)
+    for pad in [(0, 0), (0, 0, 0, 0), (0, 0, 0, 0, 0, 0)]:
+        for value in (None, 3.0):
+            assert torch.equal(_bits(F.pad(x, pad, value=value)), _bits(x))
+    assert F.pad(x, (0, 1)).shape != x.shape                       # the negative: any other amount
+
+
+def test_a_slice_of_the_whole_dim_is_an_identity():
+    x = _nasty(3, 5, 4)
+    assert torch.equal(_bits(x[:, :5, :]), _bits(x)) and torch.equal(_bits(x[:, :9]), _bits(x))
+    assert x[:, :4].shape != x.shape and x[:, 1:].shape != x.shape
+
+
+def test_cat_with_an_empty_tensor_is_an_identity():
+    x = _nasty(2, 3, 4)
+    assert torch.equal(_bits(torch.cat([x, x.new_zeros(2, 0, 4)], 1)), _bits(x))
+    assert torch.cat([x, x.new_zeros(2, 1, 4)], 1).shape != x.shape
+
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "bilinear", "bicubic", "area"])
+@pytest.mark.parametrize("antialias", [False, True])
+@pytest.mark.parametrize("align_corners", [None, False, True])
+def test_a_resize_to_the_same_size_is_exact_exactly_where_the_rule_says(mode, antialias, align_corners):
+    if (antialias and mode not in ("bilinear", "bicubic")) or (
+            align_corners is not None and mode not in ("bilinear", "bicubic")):
+        pytest.skip("not a combination torch accepts")
+    x = _nasty(2, 3, 7, 5)
+    same = F.interpolate(x, size=(7, 5), mode=mode, antialias=antialias, align_corners=align_corners)
+    exact = torch.equal(_bits(same), _bits(x))
+    rule = mode in _EXACT_RESIZE or antialias
+    assert exact == rule, f"{mode}, antialias={antialias}: eager says {exact}, the rule says {rule}"
+
+
+def test_every_merged_pad_amount_is_the_original_where_the_body_runs_and_zero_where_not():
+    model = Stages(3, multiple=3).eval()
+    first = _one_trace(model, (torch.randn(2, 4, 50),), ({2: Dim("W", min=9, max=200)},))
+    assert len(first.engine.merged_branches) == 3
+    for merged in first.engine.merged_branches:
+        assert merged.rewrites and all("%" in r for r in merged.rewrites)
+    spec = ({2: Dim("W", min=9, max=200)},)
+    program = shapeproof.export(model, (torch.randn(2, 4, 50),), dynamic_shapes=spec)
+    _matches_eager(model, program, [(2, 4, w) for w in range(9, 201)])
+
+
+def test_the_swin_pattern_models_of_the_region_search_need_one_trace_each():
+    """tests/test_pad_merge.py's window blocks (a pad flag tested twice: pad, then crop) and two stages
+    with an odd-size merge: the region search needed one trace per combination of pad outcomes.  From 5 up
+    there are two windows or more (one window is torch's size-1 path of the window partition's reshape)."""
+    from test_pad_merge import TwoStages, WindowBlock, _check_against_eager
+
+    spec = ({1: Dim("H", min=5, max=24), 2: Dim("W", min=5, max=24)},)
+    sizes = [(5, 5), (24, 24), (5, 24), (24, 5), (8, 8), (12, 20), (16, 16), (5, 7), (9, 16), (13, 22)]
+    for model in (WindowBlock().eval(), TwoStages().eval()):
+        result = shapeproof.export_with_report(model, (torch.randn(2, 8, 12, 4),), dynamic_shapes=spec)
+        assert result.regions is None                  # no search: the first trace serves every size
+        assert len(result.engine.merged_branches) >= 2
+        _check_against_eager(result.program, model, sizes)

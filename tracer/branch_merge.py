@@ -1,0 +1,705 @@
+"""One trace through a size branch whose two sides agree: the body is taken for every input.
+
+``if W % 4 != 0: x = F.pad(x, (0, 4 - W % 4))`` splits the declared ranges
+between a path that pads and one that does not, and a trace follows one of
+them; k such stages cost 2**k traces.  Yet where the condition is false the
+body would be an identity if its pad amount were 0.  So when Python tests
+such an ``if`` (the guard comes from a conditional jump of the user's code,
+``branch_sites``), the trace answers so that the body runs, records no
+guard, and watches the body run:
+
+* every tensor call of the body goes through ``_BodyMode`` (a
+  ``TorchFunctionMode`` pushed for the body only): a pad, slice, resize,
+  copy, view or ``cat`` is accepted as an identity *where the condition is
+  false* when the engine proves it one there (pads of 0, slices of whole
+  dims, a resize to the size the tensor has), after replacing each size
+  argument that is not neutral there by a value proven equal to it where
+  the condition holds and neutral where it does not (``4 - W % 4`` becomes
+  ``(4 - W % 4) % 4``; the replacement is traced, so the program computes it);
+* when the body ends (a line event of the frame, ``sys.settrace`` armed for
+  the body only), every name it bound that the function reads elsewhere
+  must hold, where the condition is false, what it held before: a tensor
+  through a chain of those identities from its old value, a size proven
+  equal to its old value.
+
+Every later stage then sees one symbolic size for both sides
+(``W + (4 - W % 4) % 4``), so k padding stages cost one trace.  Anything
+unexpected raises ``BranchNotMerged`` into the trace, which is then made
+again without merging that ``if`` (``refused``): a merge never rests on a
+hope.  The identities are those of ``export/identities.py`` (each checked
+against eager there), read at the level of the calls Python makes; copies
+(pad, ``cat``, ``contiguous``) are accepted only on inputs proven contiguous
+where the body would be skipped, and export checks that no in-place op of
+the program writes to memory they may share.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import operator
+import sys
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+import sympy
+import torch
+import torch.nn.functional as F_nn
+from torch.overrides import TorchFunctionMode
+
+from shapeproof import solver as S
+from shapeproof.shapes import capture
+
+from .branch_sites import (
+    PURE_PYTHON, BranchSite, Effects, Kind, Refusal, Unseen, branch_site, plain_attribute,
+)
+from .sympy_bridge import UnsupportedExpression
+
+__all__ = ["BranchMerging", "BranchNotMerged", "MergedSite"]
+
+
+class BranchNotMerged(Exception):
+    """A body taken for every input is not an identity where its condition is false: trace again without."""
+
+    def __init__(self, key: tuple[str, int], reason: str):
+        super().__init__(f"{key[0]}:{key[1]}: {reason}")
+        self.key, self.reason = key, reason
+
+
+@dataclass(frozen=True)
+class MergedSite:
+    """A branch merged in a trace: where its body is (its ops in the program are found by source line)."""
+
+    key: tuple[str, int]
+    filename: str
+    body_lines: tuple[int, int]
+    condition: S.Formula
+    rewrites: tuple[str, ...]
+
+
+# ---------------------------------------------------------------------------- the condition
+
+@dataclass(frozen=True)
+class _Leaf:
+    """One comparison (or plain value) of the test, as Python computes it."""
+
+    value: Any                   # a SymBool, or a Python bool
+    op: str | None = None        # the comparison, for the condition's 0/1 indicator
+    left: Any = None
+    right: Any = None
+
+
+@dataclass(frozen=True)
+class _Not:
+    child: object
+
+
+@dataclass(frozen=True)
+class _All:
+    children: tuple
+
+
+@dataclass(frozen=True)
+class _Any:
+    children: tuple
+
+
+_COMPARE = {ast.Eq: ("==", operator.eq), ast.NotEq: ("!=", operator.ne), ast.Lt: ("<", operator.lt),
+            ast.LtE: ("<=", operator.le), ast.Gt: (">", operator.gt), ast.GtE: (">=", operator.ge)}
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Mod: operator.mod,
+           ast.FloorDiv: operator.floordiv, ast.Div: operator.truediv, ast.Pow: operator.pow}
+_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+# calls a test may make: size queries and the "are we tracing" predicates libraries test
+_TEST_CALLS = {torch.jit.is_tracing, torch.jit.is_scripting, torch.compiler.is_compiling}
+_TEST_METHODS = ("size", "dim")
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def _test_tree(node: ast.expr, frame: FrameType, effects: Effects):
+    """The test as a tree of comparisons, computed on the frame's values without asking for truth values."""
+    if isinstance(node, ast.BoolOp):
+        children = tuple(_test_tree(v, frame, effects) for v in node.values)
+        return _All(children) if isinstance(node.op, ast.And) else _Any(children)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _Not(_test_tree(node.operand, frame, effects))
+    if isinstance(node, ast.Compare):
+        if len(node.ops) != 1 or type(node.ops[0]) not in _COMPARE:
+            raise _Unreadable("a chained or identity comparison")
+        op, apply = _COMPARE[type(node.ops[0])]
+        left, right = _value(node.left, frame, effects), _value(node.comparators[0], frame, effects)
+        return _Leaf(apply(left, right), op, left, right)
+    value = _value(node, frame, effects)
+    if isinstance(value, (bool, torch.SymBool)):
+        return _Leaf(value)
+    raise _Unreadable(f"a test on a {type(value).__name__}")
+
+
+def _value(node: ast.expr, frame: FrameType, effects: Effects):
+    """A sub-expression of the test, evaluated: sizes, constants, attributes of plain data."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        for scope in (frame.f_locals, frame.f_globals, frame.f_builtins):
+            if node.id in scope:
+                return scope[node.id]
+        raise _Unreadable(f"the unbound name `{node.id}`")
+    if isinstance(node, ast.Attribute):
+        base = _value(node.value, frame, effects)
+        if isinstance(base, torch.Tensor):
+            if node.attr not in ("shape", "ndim"):
+                raise _Unreadable(f"the tensor attribute `{node.attr}`")
+            return getattr(base, node.attr)
+        return _attribute(base, node.attr, effects)
+    if isinstance(node, ast.Subscript):
+        base, index = _value(node.value, frame, effects), _value(node.slice, frame, effects)
+        if not isinstance(base, (tuple, list, torch.Size)) or not isinstance(index, (int, slice)):
+            raise _Unreadable("an item of something other than a tuple")
+        return base[index]
+    if isinstance(node, ast.Slice):
+        ends = (node.lower, node.upper, node.step)
+        return slice(*[None if p is None else _value(p, frame, effects) for p in ends])
+    if isinstance(node, ast.Tuple):
+        return tuple(_value(e, frame, effects) for e in node.elts)
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        binary: Any = _BINARY[type(node.op)]
+        return binary(_value(node.left, frame, effects), _value(node.right, frame, effects))
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        unary: Any = _UNARY[type(node.op)]
+        return unary(_value(node.operand, frame, effects))
+    if isinstance(node, ast.Call) and not node.keywords:
+        args = [_value(a, frame, effects) for a in node.args]
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _TEST_METHODS:
+            base = _value(node.func.value, frame, effects)
+            if isinstance(base, torch.Tensor):
+                return getattr(base, node.func.attr)(*args)
+        func = _value(node.func, frame, effects)
+        if func is len and len(args) == 1 and isinstance(args[0], (tuple, list, torch.Size)):
+            return len(args[0])
+        if func in _TEST_CALLS or getattr(func, "__name__", "") == "is_torchdynamo_compiling":
+            return func(*args)
+    raise _Unreadable(f"`{ast.unparse(node)}`")
+
+
+def _attribute(obj, name: str, effects: Effects):
+    try:
+        return plain_attribute(obj, name, effects.is_module, functions=True)
+    except Unseen as exc:
+        raise _Unreadable(str(exc)) from None
+
+
+def _steer(node, want: bool, fixed: dict) -> dict | None:
+    """Values of the symbolic comparisons under which Python, evaluating the test left to right, finds it
+    ``want``; None when none do.  ``fixed``: comparisons whose value is already known."""
+    if isinstance(node, _Leaf):
+        if isinstance(node.value, bool):
+            return {} if node.value == want else None
+        expr = node.value.node.expr
+        if expr in fixed:
+            return {} if fixed[expr] == want else None
+        return {expr: want}
+    if isinstance(node, _Not):
+        return _steer(node.child, not want, fixed)
+    conjunction = isinstance(node, _All)
+    if want == conjunction:                 # every child must agree: and -> all true, or -> all false
+        return _together([_steer(c, want, fixed) for c in node.children])
+    for i, child in enumerate(node.children):   # the first child that can decide, the ones before it passing
+        before = [_steer(c, conjunction, fixed) for c in node.children[:i]]
+        found = _together(before + [_steer(child, want, fixed)])
+        if found is not None:
+            return found
+    return None
+
+
+def _together(parts: list) -> dict | None:
+    out: dict = {}
+    for part in parts:
+        if part is None or any(out.get(k, v) != v for k, v in part.items()):
+            return None
+        out.update(part)
+    return out
+
+
+def _leaves(node):
+    if isinstance(node, _Leaf):
+        yield node
+    elif isinstance(node, _Not):
+        yield from _leaves(node.child)
+    else:
+        for child in node.children:
+            yield from _leaves(child)
+
+
+def _indicator(node):
+    """The test as a SymInt that is 1 where it holds and 0 where not (min/max of the comparisons' sides);
+    None when a comparison is not between integers."""
+    if isinstance(node, _Leaf):
+        if isinstance(node.value, bool):
+            return int(node.value)
+        if node.op is None or not all(isinstance(v, (int, torch.SymInt)) for v in (node.left, node.right)):
+            return None
+        a, b = node.left, node.right
+        clamp = lambda d: torch.sym_min(torch.sym_max(d, 0), 1)      # noqa: E731
+        return {"!=": lambda: torch.sym_min(torch.sym_max(a - b, b - a), 1),
+                "==": lambda: 1 - torch.sym_min(torch.sym_max(a - b, b - a), 1),
+                ">": lambda: clamp(a - b), ">=": lambda: clamp(a - b + 1),
+                "<": lambda: clamp(b - a), "<=": lambda: clamp(b - a + 1)}[node.op]()
+    if isinstance(node, _Not):
+        inner = _indicator(node.child)
+        return None if inner is None else 1 - inner
+    parts = [_indicator(c) for c in node.children]
+    if any(p is None for p in parts):
+        return None
+    combine = torch.sym_min if isinstance(node, _All) else torch.sym_max
+    out = parts[0]
+    for p in parts[1:]:
+        out = combine(out, p)
+    return out
+
+
+# ---------------------------------------------------------------------------- what a body may call
+
+def _tensor_methods() -> dict:
+    plain = ("size", "dim", "numel", "stride", "element_size", "nelement")
+    tensors = ("contiguous", "clone", "view", "reshape", "permute", "transpose", "flatten", "unsqueeze",
+               "squeeze", "new_zeros", "new_ones", "new_full", "new_empty", "narrow", "to", "type_as",
+               "float", "view_as", "reshape_as", "expand", "expand_as")
+    return {**{m: Kind.PLAIN for m in plain}, **{m: Kind.TENSOR for m in tensors}}
+
+
+_PURE_TORCH: dict[Any, str] = {f: Kind.TENSOR for f in (
+    F_nn.pad, F_nn.interpolate, torch.cat, torch.concat, torch.concatenate, torch.zeros, torch.ones,
+    torch.full, torch.empty, torch.zeros_like, torch.ones_like, torch.full_like, torch.empty_like)}
+_PURE_TORCH.update({f: Kind.PLAIN for f in (torch.sym_int, torch.sym_max, torch.sym_min, torch.sym_float)})
+EFFECTS = Effects(lambda v: isinstance(v, torch.Tensor), {**PURE_PYTHON, **_PURE_TORCH}, _tensor_methods(),
+                  frozenset({"shape", "ndim", "dtype", "device", "T", "mT"}),
+                  lambda v: isinstance(v, torch.nn.Module))
+
+# torch functions a body may call, besides the identity rules below: questions about a tensor, and calls
+# whose results are new values (or views) with no effect
+_QUERIES = {*(getattr(torch.Tensor, name) for name in ("size", "dim", "numel", "stride", "__len__",
+                                                         "element_size", "nelement")),
+            *(inspect.getattr_static(torch.Tensor, name).__get__
+              for name in ("shape", "ndim", "dtype", "device", "T", "mT"))}
+_FRESH = {*(getattr(torch, name) for name in ("zeros", "ones", "full", "empty", "zeros_like", "ones_like",
+                                               "full_like", "empty_like")),
+          *(getattr(torch.Tensor, name) for name in (
+              "new_zeros", "new_ones", "new_full", "new_empty", "permute", "transpose", "flatten",
+              "unsqueeze", "squeeze", "narrow", "expand", "expand_as", "to", "type_as", "float", "__add__",
+              "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__neg__"))}
+
+
+# ---------------------------------------------------------------------------- one body
+
+_MISSING = object()
+
+
+@dataclass
+class _Body:
+    """A body being run for every input; ``skipped`` is where the original program would not run it."""
+
+    merging: "BranchMerging"
+    site: BranchSite
+    frame: FrameType
+    tree: object
+    condition: S.Formula
+    answers: dict                                # the test's comparisons -> the value the trace gives them
+    before: dict                                 # bound names read elsewhere -> their value before the body
+    entered: bool = False
+    derived: dict = field(default_factory=dict)  # id(result) -> (result, the tensor it equals where skipped)
+    rewrites: list = field(default_factory=list)
+    mode: TorchFunctionMode | None = None        # while open: the calls' watcher, and the tracing it replaced
+    previous_trace: object = None
+    previous_local: object = None
+
+    @property
+    def skipped(self) -> S.Formula:
+        return S.neg(self.condition)
+
+    # -- proofs ---------------------------------------------------------------
+    def term(self, value):
+        if isinstance(value, bool):
+            raise _Refused("a boolean where a size was expected")
+        if isinstance(value, int):
+            return sympy.Integer(value)
+        if isinstance(value, torch.SymInt):
+            try:
+                return self.merging.env.conversions().term(value.node.expr)
+            except UnsupportedExpression as exc:
+                raise _Refused(f"a size the engine cannot read ({exc})") from None
+        raise _Refused(f"a {type(value).__name__} where a size was expected")
+
+    def proven(self, goal: S.Formula, side: S.Formula) -> bool:
+        return self.merging.env.engine.proven(goal, assuming=(side,), where=capture(start=self.frame))
+
+    def neutral(self, value, zero):
+        """``value``, or a value proven equal to it where the body runs and to ``zero`` where skipped."""
+        term = self.term(value)
+        if self.proven(S.eq(term, self.term(zero)), self.skipped):
+            return value
+        for candidate in self._candidates(value, term, zero):
+            replaced = self.term(candidate)
+            if (self.proven(S.eq(replaced, term), self.condition)
+                    and self.proven(S.eq(replaced, self.term(zero)), self.skipped)):
+                self.rewrites.append(f"{S.term_str(term)} -> {S.term_str(replaced)}")
+                return candidate
+        raise _Refused(f"no value of {S.term_str(term)} is {zero} where the body is skipped")
+
+    def _candidates(self, value, term, zero):
+        """``value % m`` for the constant divisors of the value and the condition, then the value times the
+        condition's 0/1 indicator (shifted by ``zero``)."""
+        sides = [rel_side for rel in S.relations(self.condition) for rel_side in (rel.lhs, rel.rhs)]
+        moduli = S.constant_divisors([term, *sides])
+        if zero == 0:
+            for m in sorted(moduli):
+                yield value % m
+        indicator = _indicator(self.tree)
+        if indicator is not None:
+            yield zero + (value - zero) * indicator
+
+    def contiguous_where_skipped(self, x: torch.Tensor) -> bool:
+        """``x`` is laid out contiguously wherever the body is skipped (so a copy of it has its strides)."""
+        expected, parts = sympy.Integer(1), []
+        for size, stride in reversed(list(zip(x.shape, x.stride()))):
+            size_term = self.term(size)
+            parts.append(S.disj(S.le(size_term, 1), S.eq(self.term(stride), expected)))
+            expected = expected * size_term
+        return self.proven(S.conj(*parts), self.skipped)
+
+    def equal_where_skipped(self, new, old) -> bool:
+        if new is old:
+            return True
+        if isinstance(new, torch.Tensor):
+            seen = {id(new)}
+            while id(new) in self.derived:
+                new = self.derived[id(new)][1]
+                if new is old:
+                    return True
+                if id(new) in seen:
+                    return False
+                seen.add(id(new))
+            return False
+        if isinstance(new, (tuple, list)) and isinstance(old, (tuple, list)):
+            return len(new) == len(old) and all(self.equal_where_skipped(a, b) for a, b in zip(new, old))
+        if isinstance(new, (int, torch.SymInt)) and isinstance(old, (int, torch.SymInt)) \
+                and not isinstance(new, bool) and not isinstance(old, bool):
+            return self.proven(S.eq(self.term(new), self.term(old)), self.skipped)
+        return type(new) is type(old) and isinstance(new, (str, float, bool, type(None))) and new == old
+
+    def identity(self, result, source):
+        """``result`` has ``source``'s values wherever the body is skipped."""
+        if result is not source:                  # ``contiguous`` of a contiguous tensor is the tensor
+            self.derived[id(result)] = (result, source)
+        return result
+
+
+class _Refused(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------- identity rules, per call
+
+def _bind(func, args, kwargs) -> dict:
+    return dict(inspect.signature(func).bind(*args, **kwargs).arguments)
+
+
+def _pad(body: _Body, func, args, kwargs):
+    a = _bind(F_nn.pad, args, kwargs)
+    x, mode = a["input"], a.get("mode", "constant")
+    if mode != "constant":
+        raise _Refused(f"a pad in mode {mode!r}")
+    if not body.contiguous_where_skipped(x):
+        raise _Refused("a pad (a copy) of a tensor that is not contiguous where the body is skipped")
+    amounts = [body.neutral(p, 0) for p in a["pad"]]
+    return body.identity(func(x, amounts, mode, a.get("value")), x)
+
+
+# resizes that are exact at the same size for every input (tests/test_branch_merge.py checks them on eager):
+# nearest modes copy; linear and cubic ones do too with ``antialias`` (without it, 0 * inf is nan)
+_EXACT_RESIZE = ("nearest", "nearest-exact")
+
+
+def _interpolate(body: _Body, func, args, kwargs):
+    a = _bind(F_nn.interpolate, args, kwargs)
+    x, size = a["input"], a.get("size")
+    exact = a.get("mode", "nearest") in _EXACT_RESIZE or a.get("antialias", False)
+    if size is None or a.get("scale_factor") is not None or not exact:
+        raise _Refused("a resize that is not exact at the same size")
+    spatial = list(x.shape[2:])
+    sizes = [size] * len(spatial) if isinstance(size, (int, torch.SymInt)) else list(size)
+    if len(sizes) != len(spatial) or not body.contiguous_where_skipped(x):
+        raise _Refused("a resize of another rank, or of a tensor that is not contiguous")
+    same = S.conj(*(S.eq(body.term(s), body.term(d)) for s, d in zip(sizes, spatial)))
+    result = func(*args, **kwargs)
+    return body.identity(result, x) if body.proven(same, body.skipped) else result
+
+
+def _getitem(body: _Body, func, args, kwargs):
+    x, index = args[0], args[1]
+    parts = list(index) if isinstance(index, tuple) else [index]
+    result = func(*args, **kwargs)
+    if any(p is Ellipsis for p in parts):
+        at = parts.index(Ellipsis)
+        parts[at:at + 1] = [slice(None)] * (x.dim() - len(parts) + 1)
+    if len(parts) > x.dim() or not all(isinstance(p, slice) for p in parts):
+        return result
+    whole = []
+    for part, size in zip(parts, x.shape):
+        if part.step not in (None, 1) or part.start not in (None, 0):
+            return result
+        if part.stop is not None:
+            whole.append(S.ge(body.term(part.stop), body.term(size)))
+    return body.identity(result, x) if body.proven(S.conj(*whole), body.skipped) else result
+
+
+def _copy(body: _Body, func, args, kwargs):
+    """``clone`` and ``contiguous``.  ``contiguous`` copies only a tensor not laid out contiguously, which
+    over merged sizes is a question of their values (a guard); a copy has its values either way."""
+    x = args[0]
+    if not body.contiguous_where_skipped(x):
+        raise _Refused("a copy of a tensor that is not contiguous where the body is skipped")
+    if func is torch.Tensor.contiguous:
+        memory_format = kwargs.get("memory_format", args[1] if len(args) > 1 else torch.contiguous_format)
+        if memory_format is not torch.contiguous_format:
+            raise _Refused(f"contiguous({memory_format})")
+        return body.identity(torch.Tensor.clone(x, memory_format=torch.contiguous_format), x)
+    return body.identity(func(*args, **kwargs), x)
+
+
+def _view(body: _Body, func, args, kwargs):
+    x = args[0]
+    shape = args[1] if len(args) == 2 and isinstance(args[1], (tuple, list, torch.Size)) else args[1:]
+    result = func(*args, **kwargs)
+    if kwargs or len(shape) != x.dim() or any(isinstance(s, int) and s == -1 for s in shape):
+        return result
+    same = S.conj(*(S.eq(body.term(s), body.term(d)) for s, d in zip(shape, x.shape)))
+    return body.identity(result, x) if body.proven(same, body.skipped) else result
+
+
+def _cat(body: _Body, func, args, kwargs):
+    tensors = list(args[0] if args else kwargs["tensors"])
+    dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+    result = func(*args, **kwargs)
+    if len(tensors) < 2 or any(t.dtype != result.dtype for t in tensors):
+        return result
+    for keep in tensors:
+        others = [t for t in tensors if t is not keep]
+        empty = S.conj(*(S.eq(body.term(t.shape[dim]), 0) for t in others if t.dim() == result.dim()))
+        if all(t.dim() == result.dim() for t in others) and body.proven(empty, body.skipped):
+            if not body.contiguous_where_skipped(keep):
+                raise _Refused("a cat (a copy) of a tensor that is not contiguous where the body is skipped")
+            return body.identity(result, keep)
+    return result
+
+
+_RULES = {F_nn.pad: _pad, F_nn.interpolate: _interpolate, torch.Tensor.__getitem__: _getitem,
+          torch.Tensor.contiguous: _copy, torch.Tensor.clone: _copy, torch.Tensor.view: _view,
+          torch.Tensor.reshape: _view, torch.cat: _cat, torch.concat: _cat, torch.concatenate: _cat}
+
+
+class _BodyMode(TorchFunctionMode):
+    """Every tensor call of a body taken for every input: identities checked, pure calls passed, the rest
+    refused."""
+
+    def __init__(self, body: _Body):
+        super().__init__()
+        self.body = body
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        rule = _RULES.get(func)
+        if rule is not None:
+            try:
+                return rule(self.body, func, args, kwargs)
+            except _Refused as exc:
+                self.body.merging.fail(self.body, str(exc))
+        if func in _QUERIES or func in _FRESH:
+            return func(*args, **kwargs)
+        name = getattr(func, "__qualname__", func)
+        self.body.merging.fail(self.body, f"it calls {name}, which is not known to be free of effects")
+
+
+# ---------------------------------------------------------------------------- a trace's merges
+
+class BranchMerging:
+    """The branch merges of one trace (``EngineShapeEnv.branch_merging``).
+
+    ``refused``: sites (file, line of the ``if``) this trace must not merge,
+    found by an earlier attempt.  ``merged`` lists the merges made, for
+    export's check of the program; ``refusals`` says why ``if``s on sizes
+    were not merged (for explanations); ``failed`` is set when a merge was
+    abandoned mid-trace (the trace is then made again without it).
+    """
+
+    def __init__(self, env, refused: frozenset = frozenset()):
+        self.env = env
+        self.refused = set(refused)
+        self.merged: list[MergedSite] = []
+        self.refusals: dict[tuple[str, int], str] = {}
+        self.failed: BranchNotMerged | None = None
+        self._open: _Body | None = None
+        # flags whose test was merged (``padded = h % 4 != 0 or ...; if padded: ...``), by frame and name:
+        # the flag's value then, and the body's (tree, condition, answers) for later ``if flag:`` tests
+        self._flags: dict[tuple[int, str], tuple[FrameType, object, tuple]] = {}
+
+    def decide(self, expr, frame: FrameType) -> bool | None:
+        """The value to give the guard ``expr`` asked by ``frame``'s ``if``, or None to let it be a guard."""
+        body = self._open
+        if body is not None:
+            if body.frame is frame and not body.entered and expr in body.answers:
+                return body.answers[expr]
+            return None
+        site = branch_site(frame)
+        if site is None or site.key in self.refused:
+            return None
+        if isinstance(site, Refusal):
+            self.refusals.setdefault(site.key, site.reason)
+            return None
+        try:
+            body = self._open_body(site, frame)
+        except (_Refused, _Unreadable) as exc:
+            self.refusals.setdefault(site.key, str(exc))
+            return None
+        if body is None or expr not in body.answers:
+            return None
+        self._start(body)
+        return body.answers[expr]
+
+    def _open_body(self, site: BranchSite, frame: FrameType) -> _Body | None:
+        unseen = EFFECTS.check(site, frame)
+        if unseen is not None:
+            raise _Refused(unseen)
+        tested = self._tested_flag(site, frame)
+        if tested is not None:           # ``if flag:`` again: Python's ``or`` left the flag one operand only
+            tree, condition, answers = tested
+            return _Body(self, site, frame, tree, condition, answers, self._before(site, frame))
+        tree = _test_tree(site.test, frame, EFFECTS)
+        conversions, engine = self.env.conversions(), self.env.engine
+        fixed, parts = {}, {}
+        for leaf in _leaves(tree):
+            if isinstance(leaf.value, bool):
+                continue
+            expr = leaf.value.node.expr
+            cond = conversions.condition_or_none(expr)
+            if cond is None:
+                raise _Refused(f"a condition the engine cannot read: {expr}")
+            parts[expr] = cond
+            known = engine.statically_known(cond)
+            if known is not None:
+                fixed[expr] = known
+        answers = _steer(tree, True, fixed)
+        if answers is None:
+            raise _Refused("no answer to the test's comparisons takes the body")
+        condition = _formula(tree, parts)
+        if engine.statically_known(condition) is not None:
+            return None                  # the branch is decided: nothing to merge
+        return _Body(self, site, frame, tree, condition, answers, self._before(site, frame))
+
+    @staticmethod
+    def _before(site: BranchSite, frame: FrameType) -> dict:
+        before = {name: frame.f_locals.get(name, _MISSING) for name in site.read_elsewhere}
+        if any(v is _MISSING for v in before.values()):
+            raise _Refused("the body binds a name read elsewhere that was unbound before it")
+        return before
+
+    def _tested_flag(self, site: BranchSite, frame: FrameType) -> tuple | None:
+        """The merged test of a flag an earlier ``if flag:`` of this frame tested, if the flag still holds
+        what that test left in it."""
+        if not isinstance(site.test, ast.Name):
+            return None
+        found = self._flags.get((id(frame), site.test.id))
+        if found is None or found[0] is not frame or frame.f_locals.get(site.test.id) is not found[1]:
+            return None
+        return found[2]
+
+    # -- watching the body ----------------------------------------------------
+    def _start(self, body: _Body) -> None:
+        self._open = body
+        body.mode = _BodyMode(body)
+        body.mode.__enter__()
+        body.previous_trace, body.previous_local = sys.gettrace(), body.frame.f_trace
+        sys.settrace(body.previous_trace if body.previous_trace is not None else _no_new_frames)
+        body.frame.f_trace = self._line_watcher(body)
+        body.frame.f_trace_lines = True
+
+    def _line_watcher(self, body: _Body):
+        first, last = body.site.body_lines
+        asked_first, asked_last = body.site.asked_lines
+        chained = body.frame.f_trace
+
+        def watch(frame, event, arg):
+            if chained is not None:
+                chained(frame, event, arg)
+            if self._open is not body:
+                return chained
+            if event == "line" and first <= frame.f_lineno <= last:
+                body.entered = True
+            elif event == "line" and not body.entered and asked_first <= frame.f_lineno <= asked_last:
+                pass
+            elif event == "exception":
+                self._stop(body)
+                return chained
+            else:
+                self._close(body)
+                return chained
+            return watch
+        return watch
+
+    def _stop(self, body: _Body) -> None:
+        if self._open is body:
+            self._open = None
+            assert body.mode is not None, "an open body has its mode"
+            body.mode.__exit__(None, None, None)
+            body.frame.f_trace = body.previous_local                # type: ignore[assignment]
+            sys.settrace(body.previous_trace)                       # type: ignore[arg-type]
+
+    def abandon(self) -> None:
+        """Stop watching a body the trace left by an error (the end of a trace that failed)."""
+        if self._open is not None:
+            self._stop(self._open)
+
+    def _close(self, body: _Body) -> None:
+        self._stop(body)
+        if not body.entered:
+            self.fail(body, "the body did not run where the test was steered into it")
+        locals_now = body.frame.f_locals
+        for name, old in body.before.items():
+            new = locals_now.get(name, _MISSING)
+            try:
+                same = new is not _MISSING and body.equal_where_skipped(new, old)
+            except _Refused:
+                same = False
+            if not same:
+                self.fail(body, f"`{name}`, read after the `if`, differs where the body would be skipped")
+        if body.site.flag is not None:
+            flag = body.site.flag
+            self._flags[(id(body.frame), flag)] = (body.frame, locals_now.get(flag, _MISSING),
+                                                   (body.tree, body.condition, body.answers))
+        where = capture(start=body.frame)
+        self.env.engine.record_merged_branch(body.condition, where, tuple(body.rewrites))
+        self.merged.append(MergedSite(body.site.key, body.site.filename, body.site.body_lines, body.condition,
+                                      tuple(body.rewrites)))
+
+    def fail(self, body: _Body, reason: str):
+        self._stop(body)
+        self.refused.add(body.site.key)
+        self.failed = BranchNotMerged(body.site.key, reason)
+        raise self.failed
+
+
+def _no_new_frames(frame, event, arg):
+    """A global trace function that traces no new frame (it only enables the one frame's line events)."""
+    return None
+
+
+def _formula(node, parts: dict) -> S.Formula:
+    if isinstance(node, _Leaf):
+        if isinstance(node.value, bool):
+            return S.TRUE if node.value else S.FALSE
+        return parts[node.value.node.expr]
+    if isinstance(node, _Not):
+        return S.neg(_formula(node.child, parts))
+    children = [_formula(c, parts) for c in node.children]
+    return S.conj(*children) if isinstance(node, _All) else S.disj(*children)

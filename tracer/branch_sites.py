@@ -1,0 +1,505 @@
+"""Python ``if`` statements on sizes, read from the user's source: which bodies a trace may take always.
+
+A guard asked by an ``if`` on sizes splits the declared ranges between two
+code paths.  When the body only rebinds names through ops that are
+identities wherever its condition is false (a pad by 0, a slice of the whole
+dim, a resize to the size a tensor has), both paths compute the same thing
+and the trace may take the body for every input (``branch_merge``).  Whether
+the body can do anything else is decided here, from the source, not hoped:
+a body is accepted only when each of its statements binds local names to
+expressions made of names, constants, attribute and item reads, arithmetic
+and calls, with no store into an object, no control flow and no operator
+that asks Python for a truth value.  Which calls are allowed is decided
+against the running frame's values (``Effects``): methods of tensors and
+functions from a table of pure ones, never the user's own code (which could
+do anything).
+
+The guard's source position comes from the frame that asked: the
+conditional jump Python is executing and its position in the source
+(``co_positions``, Python 3.11 and later).  Two forms are read:
+
+* ``if <test>:`` with no ``else``;
+* ``flag = <test>`` followed at once by ``if flag:`` (the flag read nowhere
+  else), which Swin's patch merging writes: the ``or`` asks its guard on the
+  assignment's line.
+"""
+from __future__ import annotations
+
+import ast
+import dis
+import functools
+import inspect
+import linecache
+import math
+import sys
+from dataclasses import dataclass
+from types import CodeType, FrameType
+from typing import Callable, Iterator
+
+__all__ = ["BranchSite", "Refusal", "branch_site", "Effects", "Kind", "Unseen", "plain_attribute",
+           "PURE_PYTHON"]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """An ``if`` on sizes whose body the trace must not take for every input, and why."""
+
+    filename: str
+    line: int
+    reason: str
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.filename, self.line
+
+
+@dataclass(frozen=True)
+class BranchSite:
+    """An ``if`` whose body may be taken for every input, if its ops prove to be identities."""
+
+    filename: str
+    line: int                            # the ``if`` statement's first line
+    test: ast.expr                       # the condition: the if's test, or the value of the flag it tests
+    flag: str | None                     # the name the ``if`` tests, when the condition is assigned to it
+    asked_lines: tuple[int, int]         # first and last line on which the condition's guards are asked
+    body: tuple[ast.stmt, ...]
+    body_lines: tuple[int, int]          # first and last line of the body
+    bound: frozenset[str]                # names the body binds
+    read_elsewhere: frozenset[str]       # of those, the names that may be read after the ``if``
+    text: str                            # the ``if`` line as written, for messages
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.filename, self.line
+
+
+_JUMPS = ("POP_JUMP", "JUMP_IF_", "TO_BOOL")
+# Statements and expression nodes a body may hold.  ``not``, ``and``/``or``, comparisons and conditional
+# expressions ask Python for a truth value (a guard inside the body); comprehensions and lambdas run code
+# of their own.
+_EXPRESSIONS = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple, ast.List,
+                ast.BinOp, ast.UnaryOp, ast.Call, ast.keyword, ast.Load, ast.operator, ast.unaryop,
+                ast.expr_context)
+
+
+def branch_site(frame: FrameType) -> BranchSite | Refusal | None:
+    """The ``if`` whose condition ``frame`` is testing right now; None when it is not testing one."""
+    position = _jump_position(frame.f_code, frame.f_lasti)
+    if position is None:
+        return None
+    function = _function_node(frame.f_code)
+    if function is None:
+        return None
+    line, col = position
+    return _site_in(function, frame.f_code.co_filename, line, col, frame.f_code)
+
+
+def _jump_position(code: CodeType, offset: int) -> tuple[int, int] | None:
+    """Where in the source the instruction at ``offset`` is, if it is a conditional jump (or its truth
+    test)."""
+    found = _instructions(code).get(offset)
+    if found is None:
+        return None
+    opname, positions = found
+    if not opname.startswith(_JUMPS) and "JUMP_IF_" not in opname:
+        return None
+    if positions is None or positions.lineno is None or positions.col_offset is None:
+        return None
+    return positions.lineno, positions.col_offset
+
+
+@functools.lru_cache(maxsize=512)
+def _instructions(code: CodeType) -> dict:
+    if sys.version_info < (3, 11):      # no source positions per instruction
+        return {}
+    return {i.offset: (i.opname, i.positions) for i in dis.get_instructions(code)}
+
+
+@functools.lru_cache(maxsize=256)
+def _module_tree(filename: str, size: int) -> ast.Module | None:
+    """The parsed source of ``filename`` (``size``: its line count, so an edited file is parsed again)."""
+    try:
+        return ast.parse("".join(linecache.getlines(filename)))
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _function_node(code: CodeType) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    if code.co_name.startswith("<"):        # comprehensions, lambdas, module code
+        return None
+    lines = linecache.getlines(code.co_filename)
+    tree = _module_tree(code.co_filename, len(lines)) if lines else None
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            if first == code.co_firstlineno:
+                return node
+    return None
+
+
+def _blocks(statements: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
+    """Every statement list of a function body, nested ones included (not those of nested functions)."""
+    yield statements
+    for stmt in statements:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, name, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                yield from _blocks(inner)
+        for handler in getattr(stmt, "handlers", ()):
+            yield from _blocks(handler.body)
+        for case in getattr(stmt, "cases", ()):
+            yield from _blocks(case.body)
+
+
+def _within(node: ast.stmt | ast.expr, line: int, col: int, until: ast.expr | None = None) -> bool:
+    """Whether (line, col) lies in ``node``'s span (ending where ``until`` ends, if given)."""
+    end = until or node
+    start = (node.lineno, node.col_offset)
+    stop = (end.end_lineno or end.lineno, end.end_col_offset or 0)
+    return start <= (line, col) <= stop
+
+
+def _site_in(function, filename: str, line: int, col: int, code: CodeType) -> BranchSite | Refusal | None:
+    for block in _blocks(function.body):
+        for index, stmt in enumerate(block):
+            if isinstance(stmt, ast.If) and _within(stmt, line, col, until=stmt.test):
+                return _checked(function, filename, stmt, stmt.test, None, code)
+            if isinstance(stmt, ast.Assign) and _within(stmt.value, line, col):
+                following = block[index + 1] if index + 1 < len(block) else None
+                flag = _flag_of(stmt, following)
+                if flag is None:
+                    return None
+                assert isinstance(following, ast.If)
+                return _checked(function, filename, following, stmt.value, flag, code, stmt)
+    return None
+
+
+def _only_tested(function: ast.AST, name: str) -> bool:
+    """Whether ``name`` is bound once in the function and read only as the whole test of ``if`` statements
+    (a flag tested again later: ``if padded: pad ... if padded: crop``)."""
+    tests = {id(n.test) for n in ast.walk(function) if isinstance(n, ast.If) and isinstance(n.test, ast.Name)}
+    uses = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name]
+    stores = [n for n in uses if not isinstance(n.ctx, ast.Load)]
+    return len(stores) == 1 and all(id(n) in tests for n in uses if isinstance(n.ctx, ast.Load))
+
+
+def _flag_of(assign: ast.Assign, following: ast.stmt | None) -> str | None:
+    """The name of ``flag = <test>`` when the next statement is ``if flag:``."""
+    if len(assign.targets) != 1 or not isinstance(assign.targets[0], ast.Name):
+        return None
+    if not isinstance(assign.value, (ast.BoolOp, ast.Compare, ast.UnaryOp)):
+        return None
+    name = assign.targets[0].id
+    if isinstance(following, ast.If) and isinstance(following.test, ast.Name) and following.test.id == name:
+        return name
+    return None
+
+
+def _checked(function, filename: str, stmt: ast.If, test: ast.expr, flag: str | None, code: CodeType,
+             assign: ast.Assign | None = None) -> BranchSite | Refusal:
+    refuse = functools.partial(Refusal, filename, stmt.lineno)
+    if stmt.orelse:
+        return refuse("the `if` has an `else`")
+    for node in stmt.body:
+        reason = _statement_refusal(node)
+        if reason is not None:
+            return refuse(reason)
+    bound = frozenset(name for node in stmt.body for name in _targets(node))
+    live = _live_after(function, stmt)
+    shared = set(code.co_cellvars) | set(code.co_freevars)
+    if flag is not None and ((flag in live and not _only_tested(function, flag)) or flag in shared):
+        return refuse(f"the flag `{flag}` is read after the `if` other than by `if {flag}:`")
+    first = assign.lineno if assign is not None else stmt.lineno
+    text = linecache.getline(filename, stmt.lineno).strip()
+    last = stmt.body[-1]
+    return BranchSite(filename, stmt.lineno, test, flag, (first, stmt.test.end_lineno or stmt.lineno),
+                      tuple(stmt.body), (stmt.body[0].lineno, last.end_lineno or last.lineno),
+                      bound, frozenset(bound & (live | shared)), text)
+
+
+# ---------------------------------------------------------------------------- which names are read later
+
+def _reads(node: ast.AST | None) -> set[str]:
+    if node is None:
+        return set()
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _writes(stmt: ast.stmt) -> set[str]:
+    """Names a simple statement surely binds (compound statements bind on some paths only)."""
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        return set(_targets(stmt))
+    return set()
+
+
+def _live_before(stmts: list[ast.stmt], live: set[str]) -> set[str]:
+    """Names that may be read, from the start of ``stmts``, before being bound (``live``: after them)."""
+    for stmt in reversed(stmts):
+        live = _transfer(stmt, live)
+    return live
+
+
+def _transfer(stmt: ast.stmt, live: set[str]) -> set[str]:
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        return (live - _writes(stmt)) | _reads(stmt.value)
+    if isinstance(stmt, ast.AugAssign):
+        return live | _reads(stmt)
+    if isinstance(stmt, (ast.Return, ast.Raise)):
+        return _reads(stmt)
+    if isinstance(stmt, ast.If):
+        return _live_before(stmt.body, live) | _live_before(stmt.orelse, live) | _reads(stmt.test)
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return live | _reads(stmt)
+    # loops, with, try, match: every name they read may be read, whatever they bind
+    return live | _reads(stmt)
+
+
+def _live_after(function: ast.AST, target: ast.stmt) -> set[str]:
+    """Names that may be read after ``target`` runs, before being bound again (a superset: loops and
+    ``try`` count every name they read)."""
+    found: set[str] = set()
+
+    def visit(stmts: list[ast.stmt], live_out: set[str]) -> bool:
+        live = set(live_out)
+        after: list[set[str]] = []
+        for stmt in reversed(stmts):
+            after.append(live)
+            live = _transfer(stmt, live)
+        for stmt, live_after in zip(stmts, reversed(after)):
+            if stmt is target:
+                found.update(live_after)
+                return True
+            if isinstance(stmt, ast.If):
+                inner = [stmt.body, stmt.orelse]
+                out = live_after
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            else:          # a loop reads again what its body reads; try and with: anything they read
+                inner = [getattr(stmt, name, []) for name in ("body", "orelse", "finalbody")]
+                inner += [h.body for h in getattr(stmt, "handlers", ())]
+                inner += [c.body for c in getattr(stmt, "cases", ())]
+                out = live_after | _reads(stmt)
+            if any(visit(block, out) for block in inner if block and isinstance(block[0], ast.stmt)):
+                return True
+        return False
+
+    visit(getattr(function, "body"), set())
+    return found
+
+
+def _targets(stmt: ast.stmt) -> Iterator[str]:
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+    for target in targets:
+        if target is None:
+            continue
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                yield node.id
+
+
+def _statement_refusal(stmt: ast.stmt) -> str | None:
+    """Why a body statement may have effects the trace cannot see; None when it only binds local names."""
+    if isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+        return None
+    if isinstance(stmt, ast.Assign):
+        targets, value = stmt.targets, stmt.value
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
+        targets, value = [stmt.target], stmt.value
+    else:
+        return f"line {stmt.lineno}: a `{type(stmt).__name__}` statement"
+    for target in targets:
+        if not all(isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Store)) for n in ast.walk(target)):
+            return f"line {stmt.lineno}: a store into an object"
+    for node in ast.walk(value):
+        if not isinstance(node, _EXPRESSIONS) or isinstance(node, ast.Not):
+            return f"line {stmt.lineno}: `{type(node).__name__}` in an expression"
+        if isinstance(node, ast.Call) and not isinstance(node.func, (ast.Name, ast.Attribute)):
+            return f"line {stmt.lineno}: a call of a computed function"
+    return None
+
+
+# ---------------------------------------------------------------------------- calls, against the frame
+
+class Kind:
+    """What the effect check knows of a value: a tensor, a plain value, or a known object."""
+
+    TENSOR = "tensor"
+    PLAIN = "plain"          # numbers, SymInts, strings, tuples of those: Python arithmetic has no effect
+
+
+@dataclass(frozen=True)
+class Known:
+    value: object
+
+
+class Effects:
+    """Decides that every call of a body is a tensor method or a pure function (``check``).
+
+    ``is_tensor(value)`` tells tensors; ``pure`` maps pure functions (by
+    identity) to the kind they return; ``methods`` are the tensor methods a
+    body may call, by the kind they return.  Attribute reads are evaluated on
+    the frame's values only where the attribute is plain data of the object
+    (or a module's parameter, buffer or submodule): a property could run code.
+    """
+
+    def __init__(self, is_tensor: Callable[[object], bool], pure: dict, methods: dict,
+                 tensor_attributes: frozenset[str], is_module: Callable[[object], bool]):
+        self.is_tensor, self.pure, self.methods = is_tensor, pure, methods
+        self.tensor_attributes, self.is_module = tensor_attributes, is_module
+
+    def check(self, site: BranchSite, frame: FrameType) -> str | None:
+        """Why a call in the body could have an effect the trace does not see; None when none could."""
+        kinds: dict[str, object] = {}
+        for stmt in site.body:
+            value = getattr(stmt, "value", None)
+            if value is None or isinstance(stmt, ast.Expr):
+                continue
+            try:
+                kind = self._kind(value, kinds, frame)
+            except Unseen as exc:
+                return f"line {stmt.lineno}: {exc}"
+            for name in _targets(stmt):      # an unpacked tensor is tensors; anything else unpacks to plain
+                kinds[name] = kind if _single(stmt) or kind is Kind.TENSOR else Kind.PLAIN
+        return None
+
+    def _kind(self, node: ast.expr, kinds: dict, frame: FrameType):
+        if isinstance(node, ast.Constant):
+            return Kind.PLAIN
+        if isinstance(node, ast.Name):
+            if node.id in kinds:
+                return kinds[node.id]
+            return self._of(_lookup(frame, node.id))
+        if isinstance(node, ast.Attribute):
+            base = self._kind(node.value, kinds, frame)
+            if base is Kind.TENSOR:
+                if node.attr in self.tensor_attributes:
+                    return Kind.PLAIN
+                raise Unseen(f"the tensor attribute `{node.attr}`")
+            if isinstance(base, Known):
+                return self._of(plain_attribute(base.value, node.attr, self.is_module))
+            raise Unseen(f"an attribute `{node.attr}` of a computed value")
+        if isinstance(node, ast.Subscript):
+            base = self._kind(node.value, kinds, frame)
+            self._kind(node.slice, kinds, frame)
+            if base is Kind.TENSOR:
+                return Kind.TENSOR
+            if isinstance(base, Known) and isinstance(base.value, (tuple, list)):
+                return Kind.PLAIN
+            if base is Kind.PLAIN:
+                return Kind.PLAIN
+            raise Unseen("an item of an object")
+        if isinstance(node, ast.Slice):
+            for part in (node.lower, node.upper, node.step):
+                if part is not None:
+                    self._kind(part, kinds, frame)
+            return Kind.PLAIN
+        if isinstance(node, (ast.Tuple, ast.List)):
+            for element in node.elts:
+                if self._kind(element, kinds, frame) is Kind.TENSOR:
+                    return Kind.PLAIN       # a tuple holding tensors: read only through calls below
+            return Kind.PLAIN
+        if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+            operands = [node.left, node.right] if isinstance(node, ast.BinOp) else [node.operand]
+            kinds_of = [self._kind(o, kinds, frame) for o in operands]
+            if any(isinstance(k, Known) and not _is_plain(k.value) for k in kinds_of):
+                raise Unseen("arithmetic on an object")
+            return Kind.TENSOR if Kind.TENSOR in kinds_of else Kind.PLAIN
+        if isinstance(node, ast.Call):
+            for argument in [*node.args, *(k.value for k in node.keywords)]:
+                self._kind(argument, kinds, frame)
+            return self._call(node, kinds, frame)
+        raise Unseen(f"`{type(node).__name__}`")
+
+    def _call(self, node: ast.Call, kinds: dict, frame: FrameType):
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            base = self._kind(func.value, kinds, frame)
+            if base is Kind.TENSOR:
+                if func.attr not in self.methods:
+                    raise Unseen(f"the tensor method `{func.attr}`")
+                return self.methods[func.attr]
+            if not isinstance(base, Known):
+                raise Unseen(f"a method `{func.attr}` of a computed value")
+            target = plain_attribute(base.value, func.attr, self.is_module, functions=True)
+        else:
+            assert isinstance(func, ast.Name)
+            if func.id in kinds:
+                raise Unseen(f"a call of the local `{func.id}`")
+            target = _lookup(frame, func.id)
+        kind = _pure_kind(self.pure, target)
+        if kind is None:
+            raise Unseen(f"a call of `{ast.unparse(func)}`, whose effects are not known")
+        return kind
+
+    def _of(self, value) -> object:
+        if self.is_tensor(value):
+            return Kind.TENSOR
+        if _is_plain(value):
+            return Kind.PLAIN
+        return Known(value)
+
+
+def _single(stmt: ast.stmt) -> bool:
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+    return len(targets) == 1 and isinstance(targets[0], ast.Name)
+
+
+class Unseen(Exception):
+    """A part of the body whose effects cannot be seen."""
+
+
+_MISSING = object()
+
+
+def _lookup(frame: FrameType, name: str):
+    for scope in (frame.f_locals, frame.f_globals, frame.f_builtins):
+        if name in scope:
+            return scope[name]
+    raise Unseen(f"the unbound name `{name}`")
+
+
+def _is_plain(value) -> bool:
+    if isinstance(value, (int, float, str, bytes, bool, type(None))):
+        return True
+    if isinstance(value, (tuple, list)):
+        return all(_is_plain(v) for v in value)
+    return type(value).__name__ in ("SymInt", "SymFloat", "SymBool", "Size", "dtype", "device")
+
+
+def plain_attribute(obj, name: str, is_module: Callable[[object], bool], functions: bool = False):
+    """``getattr(obj, name)`` where reading it runs no code of the user's: instance data, a module's
+    parameters, buffers and submodules, class constants, attributes of Python modules."""
+    if inspect.ismodule(obj):
+        value = getattr(obj, name, _MISSING)
+    else:
+        static = inspect.getattr_static(obj, name, _MISSING)
+        if static is _MISSING and is_module(obj):
+            static = next((table[name] for table in (obj.__dict__.get(t, {}) for t in
+                           ("_parameters", "_buffers", "_modules")) if name in table), _MISSING)
+            value = static
+        elif isinstance(static, (property, staticmethod, classmethod)) or (
+                hasattr(type(static), "__get__") and not callable(static) and not inspect.isroutine(static)):
+            raise Unseen(f"the attribute `{name}`, computed by a descriptor")
+        elif inspect.isroutine(static) and not functions:
+            raise Unseen(f"the method `{name}` read as a value")
+        else:
+            value = getattr(obj, name, _MISSING)
+    if value is _MISSING:
+        raise Unseen(f"the missing attribute `{name}`")
+    return value
+
+
+def _pure_kind(pure: dict, target) -> object | None:
+    try:
+        return pure.get(target)
+    except TypeError:            # unhashable
+        return None
+
+
+# builtins and math functions that compute on numbers and sizes without effects
+PURE_PYTHON = {f: Kind.PLAIN for f in (int, float, abs, max, min, len, round, tuple, list, divmod, pow,
+                                         math.ceil, math.floor, math.sqrt, math.prod, math.gcd)}
