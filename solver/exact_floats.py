@@ -204,7 +204,7 @@ class _Exact:
         if isinstance(f, F.Const):
             return f
         if isinstance(f, (F.And, F.Or)):
-            return (F.conj if isinstance(f, F.And) else F.disj)(*(self.formula(a) for a in f.args))
+            return F.rebuilt(f, (self.formula(a) for a in f.args))
         divs = frozenset().union(*(self.divisor(d) for d in f.divisors))
         if type(f.lhs) in _OP and f.rhs == 0 and f.op in ("==", "!="):
             exact = self.comparison(f.lhs, divs)

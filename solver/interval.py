@@ -39,7 +39,7 @@ def relation_truth(r: F.Rel, bounds: Bounds) -> tuple[bool, bool]:
 
 
 def box_truth(f: F.Formula, bounds: Bounds) -> tuple[bool, bool]:
-    """(holds at every point of the box, holds at no point), with Python's left-to-right and/or."""
+    """(holds at every point of the box, holds at no point), in each connective's meaning."""
     if isinstance(f, F.Const):
         return f.value, not f.value
     if isinstance(f, F.Rel):
@@ -47,6 +47,8 @@ def box_truth(f: F.Formula, bounds: Bounds) -> tuple[bool, bool]:
     parts = [box_truth(a, bounds) for a in f.args]
     if isinstance(f, F.And):
         return all(p[0] for p in parts), any(p[1] for p in parts)
+    if not f.ordered:               # sympy's ``Or`` holds wherever one of its operands does
+        return any(p[0] for p in parts), all(p[1] for p in parts)
     # ``a or b`` holds everywhere if ``b`` does and ``a`` never raises (Python evaluates ``a`` first)
     always = False
     for a, (holds_all, _) in zip(f.args, parts):

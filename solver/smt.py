@@ -12,7 +12,7 @@ which equals Python's floor division whenever the divisor is positive, so:
 * an unknown sign gets ``If(b > 0, ...)`` over both.
 
 SMT-LIB ``x div 0`` is an unconstrained value, so each relation carries
-``b != 0`` for its divisors (see ``formula``); ``or`` is encoded left to right as Python evaluates it.
+``b != 0`` for its divisors (see ``formula``); Python's ``or`` is encoded left to right as it evaluates.
 Interval bounds of division nodes are added as hints, guarded by every divisor
 within the node being nonzero, so they never constrain those free values.  Z3
 runs under a deterministic ``rlimit`` and a wall-clock timeout; running out is
@@ -117,8 +117,9 @@ class Encoder:
             defined = [self.term(d) != 0 for d in sorted(f.divisors, key=sympy.default_sort_key)]
             return z3.And(*defined, compare) if defined else compare
         parts = [self.holds(a) for a in f.args]
-        if isinstance(f, F.And):
-            return z3.And(*parts)
+        # all operands hold: the meaning of either ``and``; one holds: sympy's ``Or``
+        if isinstance(f, F.And) or not f.ordered:
+            return (z3.And if isinstance(f, F.And) else z3.Or)(*parts)
         # Python's ``or``: an operand counts only where every earlier one is defined and false
         options: list[z3.BoolRef] = []
         earlier_false: list[z3.BoolRef] = []
