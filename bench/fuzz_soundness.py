@@ -351,8 +351,8 @@ class Tally:
 
 
 def run(queries: int, seed: int, timeout: float, progress: bool = False) -> Tally:
-    rng = random.Random(seed)
-    gen = Generator(rng)
+    gen = Generator(random.Random(seed))
+    spot_checks = random.Random(seed + 1)        # apart, so the queries do not depend on the verdicts
     tally = Tally()
     limit = 2 * timeout + 1.0
     for i in range(queries):
@@ -377,7 +377,7 @@ def run(queries: int, seed: int, timeout: float, progress: bool = False) -> Tall
                 tally.late.append((goal, ranges, facts, elapsed))
         tally.verdicts[verdict.status.value] += 1
         try:
-            why = judge(compile_guard(goal), [compile_guard(f) for f in facts], ranges, verdict, rng)
+            why = judge(compile_guard(goal), [compile_guard(f) for f in facts], ranges, verdict, spot_checks)
         except Unsupported as exc:
             why = f"the oracle cannot read the guard: {exc}"
         if why is not None:

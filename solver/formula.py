@@ -268,10 +268,11 @@ def formula_str(f: Formula) -> str:
         text = term_str(f.lhs)[1:-1]            # a comparison with a float side (floats.compare_float)
         return text if f.op == "!=" else f"not ({text})"
     if isinstance(f, Rel):
-        # Divisors that sympy cancelled out of the terms are printed as ``0*(0 // d)``
-        # so that the text, read back, carries the same definedness condition.
+        # Divisors that sympy cancelled out of the terms are printed as ``0*(0 // d)`` (a float node's
+        # ``Defined`` marker as ``0*(w)``) so that the text, read back, carries the same definedness.
         hidden = sorted(f.divisors - divisors((f.lhs, f.rhs)), key=sympy.default_sort_key)
-        lhs = _side(f.lhs) + "".join(f" + 0*(0 // ({term_str(d)}))" for d in hidden)
+        lhs = _side(f.lhs) + "".join(f" + 0*({term_str(d.args[0])})" if getattr(d, "marks_definedness", False)
+                                     else f" + 0*(0 // ({term_str(d)}))" for d in hidden)
         return f"{lhs} {f.op} {_side(f.rhs)}"
     if isinstance(f, (And, Or)) and not f.ordered:
         return f"{type(f).__name__}({', '.join(formula_str(a) for a in f.args)})"     # as sympy prints it

@@ -378,7 +378,7 @@ class FloatEq(_Comparison):
 
 
 class Defined(_Wrapper):
-    pass
+    marks_definedness = True            # formula_str prints a relation's ``Defined(w)`` as ``0*(w)``
 
 
 # ---------------------------------------------------------------------------------------------
@@ -472,6 +472,7 @@ def _z3_power(sign: int, base, k):
 
 # ``float(n)`` and the int quotient ``a / b`` raise OverflowError from this magnitude on: the largest double
 # is 2**1024 - 2**971, and the halfway point to 2**1024 rounds (to even) up to it
+DOUBLE_OVERFLOW = 2 ** 1024 - 2 ** 970
 _DOUBLE_OVERFLOW = "(2**1024 - 2**970)"
 
 

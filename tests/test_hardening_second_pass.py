@@ -5,8 +5,14 @@ import itertools
 import warnings
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from shapeproof.solver import Status, prove
+from shapeproof.solver import (
+    Bounds, Status, Undefined, evaluate_term, parse_condition, parse_term, prove, relations, symbol,
+)
+from shapeproof.solver.bounds import INF, Interval
+from shapeproof.solver.evaluate import truth
+from shapeproof.solver.problem import Problem
 
 STRATEGIES = ("interval", "rewrite", "enumerate", "z3", "cascade")
 BOX = {"T": (1, 10)}
@@ -82,3 +88,137 @@ def test_pythons_or_and_and_keep_their_left_to_right_meaning():
                                   "Not(And(False, Eq(1 // (T - 3), 0)))"])
 def test_negation_keeps_sympys_absorption(text):
     assert prove(text, ranges=BOX).proven
+
+
+# -- 2. facts only restrict; float goals over unbounded ranges -------------------------------------------
+
+def _quiet(goal, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)      # a strategy's wrong claim warns
+        return prove(goal, **kw)
+
+
+@pytest.mark.parametrize("goal", ["True", "T >= 1", "T * T >= T"])
+def test_a_goal_that_holds_on_the_box_holds_under_a_float_fact(goal):
+    v = _quiet(goal, ranges={"T": (1, None)}, facts=["T / 3 > 1.5"])
+    assert v.proven, v
+
+
+def test_a_counterexample_under_a_float_fact_satisfies_it_in_doubles():
+    v = _quiet("T >= 10", ranges={"T": (1, None)}, facts=["T / 3 > 1.5"])
+    assert v.refuted and 5 <= v.counterexample["T"] <= 9 and v.counterexample["T"] / 3 > 1.5, v
+    v = _quiet("x <= 3", ranges={"x": (0, 100), "y": (None, None)}, facts=["y * 0.1 * 3 > 2.5", "y < 20"])
+    assert v.refuted and v.counterexample["x"] > 3 and v.counterexample["y"] * 0.1 * 3 > 2.5, v
+
+
+def test_float_facts_that_hold_nowhere_with_the_integer_facts_prove_anything():
+    assert _quiet("math.floor(0.29*float(x)) == 7", ranges={"x": (None, None)},
+                  facts=["x < x", "x / 3 > 1.5"]).proven
+
+
+@pytest.mark.parametrize("goal,ranges,check", [
+    ("(a / 3 // 1) != 4", {"a": (None, None)}, lambda p: 12 <= p["a"] <= 14),
+    ("math.floor(x * 0.29) != 5", {"x": (0, None)}, lambda p: p["x"] * 0.29 // 1 == 5),
+    # past the largest double Python raises: float(T) and T / 16 are undefined there
+    ("math.ceil(T / 16) >= 0", {"T": (0, None)}, lambda p: p["T"] > 2 ** 1024),
+    ("T * 0.5 + 1 > T * 0.5", {"T": (None, 0)}, lambda p: p["T"] < -2 ** 1000),
+])
+def test_float_goals_over_unbounded_ranges_are_refuted_where_python_says_so(goal, ranges, check):
+    v = _quiet(goal, ranges=ranges)
+    assert v.refuted and check(v.counterexample), v
+
+
+@pytest.mark.parametrize("goal,ranges", [
+    ("x < int((-4) / x)", {"x": (None, -4)}),                          # int() of a quotient: exact, any x
+    ("math.floor(3 / x) >= 0", {"x": (1, None)}),                      # a quotient that is not negative
+    ("int(y / x) <= y", {"x": (1, None), "y": (0, 9)}),
+    ("x / 3 > 1.5 or x <= 4", {"x": (-10 ** 6, 10 ** 6)}),           # a monotone float against a constant
+    ("Or(x >= 0, math.floor(0.29*float(x)) == 3)", {"x": (0, None)}),   # decided by its integer part
+    ("math.trunc(float(y) * 0.1 * 3) <= 2 or int(y / x) > 100", {"x": (1, None), "y": (3, 9)}),   # cases of y
+])
+def test_float_guards_are_proven_where_doubles_compute_them_exactly(goal, ranges):
+    assert _quiet(goal, ranges=ranges).proven
+
+
+# The exactness rules behind these proofs (exact_floats, the bounds of monotone floats), against Python's own
+# doubles at points of the box that include the magnitudes where float() and division overflow.
+_INT = st.sampled_from(["x", "3*x + 1", "x // 3", "-x", "x - 7"])
+_CONSTANT = st.sampled_from(["0.1", "0.29", "0.5", "1.5", "3", "-2.0", "1e300", "7"])
+_OVERFLOW = 2 ** 1024 - 2 ** 970
+
+
+@st.composite
+def _monotone_float(draw):
+    text = draw(st.sampled_from(["float({t})", "{t} / 3", "{t} / -7", "{t} / 1"])).format(t=draw(_INT))
+    for _ in range(draw(st.integers(0, 3))):
+        step = draw(st.sampled_from(["({f}) * {c}", "({f}) / {c}", "({f}) + {c}", "{c} - ({f})", "-({f})"]))
+        text = step.format(f=text, c=draw(_CONSTANT))
+    return text
+
+
+@st.composite
+def _float_guard(draw):
+    kind = draw(st.integers(0, 2))
+    if kind == 0:       # a monotone float against a constant
+        op = draw(st.sampled_from(["<", "<=", ">", ">=", "==", "!="]))
+        constant = draw(st.sampled_from(['1.5', '0', '-3', '2.5', '1e308', '7']))
+        return f"{draw(_monotone_float())} {op} {constant}"
+    if kind == 1:       # a rounded quotient with a small dividend and any divisor
+        rounding = draw(st.sampled_from(["math.floor", "math.ceil", "int", "round"]))
+        op = draw(st.sampled_from(['<', '==']))
+        return f"{rounding}({draw(st.integers(-9, 9))} / ({draw(_INT)})) {op} 0"
+    rounding = draw(st.sampled_from(["math.floor", "math.ceil", "int", "round"]))       # a bounded rounding
+    return f"{rounding}({draw(_monotone_float())}) <= {draw(st.integers(-5, 5))}"
+
+
+_BOXES = st.sampled_from([(None, None), (0, None), (None, -1), (-2 ** 1100, 2 ** 1100), (-50, 50),
+                          (5, 2 ** 60)])
+
+
+def _points(lo, hi):
+    lo_, hi_ = -2 ** 1110 if lo is None else lo, 2 ** 1110 if hi is None else hi
+    edges = [0, 1, -1, 2, 7, 21, -22, 2 ** 53 + 1, _OVERFLOW - 1, _OVERFLOW, 3 * _OVERFLOW, 7 * _OVERFLOW + 3,
+             2 ** 1074, 2 ** 1100]
+    edges += [-v for v in edges]
+    return sorted({min(max(v, lo_), hi_) for v in edges})
+
+
+@settings(max_examples=300, deadline=None)
+@given(_float_guard(), _BOXES)
+def test_exact_float_rules_agree_with_python_doubles_everywhere_in_the_box(text, box):
+    original = parse_condition(text)
+    made_exact = Problem.build(original, {"x": box}).goal
+    x = symbol("x")
+    for v in _points(*box):
+        assert truth(made_exact, {x: v}) == truth(original, {x: v}), (text, box, v, str(made_exact))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_monotone_float(), st.sampled_from(["math.floor", "math.ceil", "int", "round"]), _BOXES)
+def test_bounds_of_a_rounded_monotone_float_hold_wherever_it_evaluates(chain, rounding, box):
+    term = parse_term(f"{rounding}({chain})")
+    interval = Bounds({symbol("x"): box})(term)
+    for v in _points(*box):
+        try:
+            value = evaluate_term(term, {"x": v})
+        except Undefined:
+            continue
+        assert interval is not None and interval.contains(value), (chain, box, v, value, interval)
+
+
+@pytest.mark.parametrize("text,box,exact", [
+    ("x / 3 > 1.5", (-10 ** 6, 10 ** 6), "x >= 5"),
+    ("int((-4) / x) < 1", (None, -1), None),
+    ("math.floor(3 / x) >= 0", (1, None), None),
+    ("(-x) / 7 * 0.5 == 1.5", (-10 ** 9, 10 ** 9), "min(-21 - x, 21 + x) >= 0"),      # x == -21 only
+])
+def test_the_exact_rules_fire(text, box, exact):
+    goal = Problem.build(text, {"x": box}).goal
+    assert not any(r.has_floats for r in relations(goal)), goal
+    assert exact is None or str(goal) == exact, goal
+
+
+def test_bounds_of_monotone_floats_are_finite_where_the_box_is():
+    x = symbol("x")
+    assert Bounds({x: (6, None)})(parse_term("int(x * 0.29)")) == Interval(1, INF)
+    assert Bounds({x: (-20, 20)})(parse_term("math.floor(0.5 - x / 3)")) == Interval(-7, 7)
