@@ -2,6 +2,7 @@
 budgets that hold in every strategy, and the last unchecked inputs.  Each test failed on the code before
 its fix."""
 import itertools
+import time
 import warnings
 
 import pytest
@@ -12,7 +13,10 @@ from shapeproof.solver import (
 )
 from shapeproof.solver.bounds import INF, Interval
 from shapeproof.solver.evaluate import truth
-from shapeproof.solver.problem import Problem
+from shapeproof import cli
+from shapeproof.solver import z3_process
+from shapeproof.solver.problem import Deadline, Problem
+from shapeproof.solver.smt import Z3Strategy
 
 STRATEGIES = ("interval", "rewrite", "enumerate", "z3", "cascade")
 BOX = {"T": (1, 10)}
@@ -222,3 +226,51 @@ def test_bounds_of_monotone_floats_are_finite_where_the_box_is():
     x = symbol("x")
     assert Bounds({x: (6, None)})(parse_term("int(x * 0.29)")) == Interval(1, INF)
     assert Bounds({x: (-20, 20)})(parse_term("math.floor(0.5 - x / 3)")) == Interval(-7, 7)
+
+
+# -- 3. every call within its budget, in every strategy -------------------------------------------------
+
+# Z3 ignores its timeout, rlimit and interrupts here (7 s under 0.5 s; 29 s for rewrite+z3 under 2 s)
+_FLOOR_SUM = "(" + " + ".join(f"(T * {k}) // {k + 1}" for k in range(1, 200)) + ") % 1000 != 7"
+_HUGE_BOX = {"T": (0, 10 ** 15)}
+
+
+@pytest.mark.parametrize("strategy,timeout", [("z3", 0.5), ("cascade", 0.5), ("rewrite", 0.5),
+                                              ("cascade", 2.0)])
+def test_a_sum_of_floor_divisions_ends_within_twice_the_timeout_and_a_second(strategy, timeout):
+    prove("x*x != 2", ranges={"x": (None, None)}, strategy="z3")       # Z3's helper process has started
+    start = time.perf_counter()
+    v = prove(_FLOOR_SUM, ranges=_HUGE_BOX, strategy=strategy, timeout=timeout)
+    assert time.perf_counter() - start < 2 * timeout + 1, v
+    assert prove("x*x != 2", ranges={"x": (None, None)}, strategy="z3").proven      # Z3 still answers
+
+
+def test_the_cli_ends_within_its_budget_too(capsys):
+    start = time.perf_counter()
+    code = cli.main(["prove", _FLOOR_SUM, "--range", "T=0:1000000000000000", "--strategy", "z3",
+                     "--timeout", "0.5"])
+    assert time.perf_counter() - start < 2 * 0.5 + 1 and code == cli.FAILED
+    assert "unknown" in capsys.readouterr().out
+
+
+def test_a_z3_helper_that_overruns_is_ended():
+    """Z3 given a minute by its own timeout but half a second by the call: its process is killed at the
+    call's deadline plus the grace, and the next call gets a new one."""
+    question, _ = Z3Strategy._question(Problem.build(_FLOOR_SUM, _HUGE_BOX), Deadline(60))
+    helper = z3_process._take()
+    assert helper.started(time.monotonic() + 30)
+    start = time.perf_counter()
+    request = {"smt2": question, "names": ["s0"], "rlimit": 0, "logic": "QF_NIA", "timeout_ms": 60_000}
+    assert helper.ask(request, time.monotonic() + 0.5) is None
+    helper.kill()
+    assert time.perf_counter() - start < 0.5 + 0.5 and not helper.alive()
+    assert prove("x*x != 2", ranges={"x": (None, None)}, strategy="z3").proven
+
+
+def test_z3_proves_float_questions_from_their_integer_part_and_checks_its_models():
+    """Float nodes go to Z3 as free values (and whether they evaluate as free booleans): a proof holds for
+    whatever Python computes; a model is a counterexample only where Python agrees."""
+    v = _quiet("Or(x*x != 2, math.floor(x*0.29) > 5)", ranges={"x": (None, None)}, strategy="z3")
+    assert v.proven, v
+    v = _quiet("x*x > 3 or math.floor(x * 0.29) == 7", ranges={"x": (-1, 10 ** 9)}, strategy="z3")
+    assert v.status is not Status.PROVEN and (v.counterexample is None or -1 <= v.counterexample["x"] <= 1)
