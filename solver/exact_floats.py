@@ -285,7 +285,7 @@ class _Exact:
             below = (lambda v: value(v) < c) if found.direction > 0 else (lambda v: value(v) > c)
             above = (lambda v: value(v) > c) if found.direction > 0 else (lambda v: value(v) < c)
             low, high = _first(lambda v: not below(v), start, end), _first(above, start, end) - 1
-            relation = F.rel(">=", Min(t - low, high - t), 0) if low <= high else F.rel("!=", t, t)
+            op, lhs, rhs = (">=", Min(t - low, high - t), Integer(0)) if low <= high else ("!=", t, t)
         else:
             python = TABLE[type(w)].python          # Python's comparison: exact, inf included
 
@@ -293,14 +293,13 @@ class _Exact:
                 return bool(python(value(v), c) if x is varying else python(c, value(v)))
 
             if holds(start) == holds(end):
-                relation = F.rel("==" if holds(start) else "!=", t, t)
+                op, lhs, rhs = ("==" if holds(start) else "!="), t, t
             else:
                 boundary = _first(lambda v: holds(v) != holds(start), start, end)
-                relation = F.rel("<" if holds(start) else ">=", t, boundary)
+                op, lhs, rhs = ("<" if holds(start) else ">="), t, Integer(boundary)
         outside = frozenset() if -limit < span.lo and span.hi < limit else frozenset(
             {FL.Defined(FL.round_float(FL.Rounding.FLOOR, found.base))})
-        assert isinstance(relation, F.Rel)
-        return F.rel(relation.op, relation.lhs, relation.rhs, divs | relation.divisors | outside)
+        return F.rel(op, lhs, rhs, divs | outside)
 
     def divisor(self, d: Expr) -> frozenset:
         if isinstance(d, FL.Defined) and type(d.args[0]) in _ROUNDED:

@@ -225,6 +225,14 @@ def test_the_exact_rules_fire(text, box, exact):
     assert exact is None or str(goal) == exact, goal
 
 
+@pytest.mark.parametrize("text,ranges", [("(int(x / x * 0.1) / 3 >= 1.5) or (x % 3 != 7)", {"x": (-5, -3)}),
+                                         ("((-6) + int(y / y)) / 3 < 1.5", {"y": (4, None)})])
+def test_a_monotone_comparison_whose_integer_term_is_a_constant_is_decided(text, ranges):
+    """The term folds to a constant (y / y is 1.0): the comparison is a constant too (an assertion escaped
+    prove)."""
+    assert _quiet(text, ranges=ranges).proven
+
+
 def test_bounds_of_monotone_floats_are_finite_where_the_box_is():
     x = symbol("x")
     assert Bounds({x: (6, None)})(parse_term("int(x * 0.29)")) == Interval(1, INF)
