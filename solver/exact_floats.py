@@ -10,8 +10,9 @@ so the sub-expression becomes integer nodes that every strategy reasons about:
   exact while ``|N| <= 2**53`` (the result is a multiple of ``2**-k`` that fits
   the mantissa); dividing by a power of two only changes ``k``;
 * ``math.floor``/``math.ceil``/``int`` of ``N / 2**k`` are ``N // 2**k``,
-  ``CeilDiv``, ``TruncDiv``; a comparison compares ``N1 * 2**(k - k1)`` with
-  ``N2 * 2**(k - k2)`` (an int side is compared exactly, as Python does);
+  ``CeilDiv``, ``TruncDiv`` (and ``f // 1.0`` is ``math.floor(f)``); a
+  comparison compares ``N1 * 2**(k - k1)`` with ``N2 * 2**(k - k2)`` (an int
+  side is compared exactly, as Python does);
 * one correctly rounded division ``a / b`` of ints with ``|a| < 2**53``,
   rounded to an int or compared with an int, is exact too: if ``a / b`` is an
   integer it is representable, and otherwise it lies at least ``1/|b|`` from
@@ -48,7 +49,7 @@ from . import floats as FL
 from . import formula as F
 from .bounds import Bounds
 from .evaluate import Undefined, evaluate_term
-from .nodes import FLOAT_WRAPPERS, TABLE, Kind, Min
+from .nodes import FLOAT_WRAPPERS, TABLE, FloorDiv, Kind, Min
 from .size import SizeOf
 from .terms import divisors, iter_nodes
 
@@ -82,6 +83,11 @@ def _constant(node: Expr) -> float | int | None:
     except Undefined:
         return None
     return value if isinstance(value, int) or math.isfinite(value) else None
+
+
+def _is_one(f: Expr) -> bool:
+    """Whether the float term ``f`` is the constant 1.0."""
+    return not f.free_symbols and _constant(f) == 1
 
 
 def _first(holds, lo: int, hi: int) -> int:
@@ -205,6 +211,8 @@ class _Exact:
             if a is None or b is None or j is None or not _within(self.bounds(a), _MANTISSA):
                 return None
             return self._fits(a if b > 0 else -a, j)
+        if isinstance(f, FL.FFloorDiv) and _is_one(f.args[1]):
+            return self._floored(f.args[0])
         if not isinstance(f, (FL.FAdd, FL.FSub, FL.FMul, FL.FDiv)):
             return None
         left, right = self.scaled(f.args[0]), self.scaled(f.args[1])
@@ -223,6 +231,14 @@ class _Exact:
         k = max(k1, k2)
         a, b = n1 * Integer(2) ** (k - k1), n2 * Integer(2) ** (k - k2)
         return self._fits(a + b if isinstance(f, FL.FAdd) else a - b, k)
+
+    def _floored(self, f: Expr) -> tuple[Expr, int] | None:
+        """``f // 1.0``: Python's float floor division by 1 is ``math.floor`` of a finite ``f``, exactly."""
+        quotient = self.quotient(f)
+        if quotient is not None and self._rounds_alike(FL.FloorToInt, *quotient):
+            return self._fits(FloorDiv(*quotient), 0)
+        inner = self.scaled(f)
+        return None if inner is None else self._fits(FloorDiv(inner[0], Integer(2) ** inner[1]), 0)
 
     def _fits(self, n: Expr, k: int) -> tuple[Expr, int] | None:
         if k > _MAX_SCALE or not _within(self.bounds(n), _MANTISSA):

@@ -121,6 +121,15 @@ class Monotone(NamedTuple):
         return DOUBLE_OVERFLOW * (abs(int(self.base.args[1])) if isinstance(self.base, IntTrueDiv) else 1)
 
 
+def _value(constant: Expr) -> float | None:
+    """The finite value Python computes for a float term without symbols, else None."""
+    try:
+        value = evaluate_term(constant, {})
+    except Undefined:
+        return None
+    return value if math.isfinite(value) else None
+
+
 def monotone_in(f: Expr) -> Monotone | None:
     """How the float term ``f`` is a monotone function of one integer term ``t``, if it is:
     ``float(t)`` and ``t / c`` for a constant ``c``, then any chain of ``+ - * /`` with a float term
@@ -136,18 +145,16 @@ def monotone_in(f: Expr) -> Monotone | None:
     if isinstance(f, FNeg):
         inner = monotone_in(f.args[0])
         return None if inner is None else inner._replace(direction=-inner.direction)
+    if isinstance(f, FFloorDiv) and not f.args[1].free_symbols and _value(f.args[1]) == 1:
+        return monotone_in(f.args[0])           # x // 1.0 is math.floor(x): monotone, and raises nowhere
     if not isinstance(f, (FAdd, FSub, FMul, FDiv)):
         return None
     a, b = f.args
     if bool(a.free_symbols) == bool(b.free_symbols):
         return None
     constant, other = (b, a) if a.free_symbols else (a, b)
-    inner = monotone_in(other)
-    try:
-        value = evaluate_term(constant, {})
-    except Undefined:
-        return None
-    if inner is None or not math.isfinite(value):
+    inner, value = monotone_in(other), _value(constant)
+    if inner is None or value is None:
         return None
     if isinstance(f, (FMul, FDiv)):
         if value == 0 or (isinstance(f, FDiv) and constant is a):

@@ -158,7 +158,8 @@ _OVERFLOW = 2 ** 1024 - 2 ** 970
 def _monotone_float(draw):
     text = draw(st.sampled_from(["float({t})", "{t} / 3", "{t} / -7", "{t} / 1"])).format(t=draw(_INT))
     for _ in range(draw(st.integers(0, 3))):
-        step = draw(st.sampled_from(["({f}) * {c}", "({f}) / {c}", "({f}) + {c}", "{c} - ({f})", "-({f})"]))
+        step = draw(st.sampled_from(["({f}) * {c}", "({f}) / {c}", "({f}) + {c}", "{c} - ({f})", "-({f})",
+                                     "({f}) // 1"]))
         text = step.format(f=text, c=draw(_CONSTANT))
     return text
 
