@@ -12,7 +12,8 @@ which equals Python's floor division whenever the divisor is positive, so:
 * an unknown sign gets ``If(b > 0, ...)`` over both.
 
 SMT-LIB ``x div 0`` is an unconstrained value, so each relation carries
-``b != 0`` for its divisors (see ``formula``); Python's ``or`` is encoded left to right as it evaluates.
+``b != 0`` for its divisors (see ``formula``); Python's ``or`` is encoded left to right as it
+evaluates, sympy's ``Or`` as any operand holding.
 Interval bounds of division nodes are added as hints, guarded by every divisor
 within the node being nonzero, so they never constrain those free values.  Z3
 runs under a deterministic ``rlimit`` and a wall-clock timeout; running out is
@@ -36,12 +37,11 @@ import z3
 from sympy import Expr, Symbol
 
 from . import formula as F
-from .bounds import Bounds, INF
 from . import z3_process
-from .problem import Deadline, OutOfTime, Problem
-from .strategy import Outcome, Strategy, proven, refuted, unknown
+from .bounds import Bounds, INF
 from .nodes import FLOAT_WRAPPERS, Defined, iter_nodes, row_of
-from .strategy import check_counterexample
+from .problem import Deadline, OutOfTime, Problem
+from .strategy import Outcome, Strategy, check_counterexample, proven, refuted, unknown
 from .terms import divisors
 
 __all__ = ["Z3Strategy", "Encoder"]

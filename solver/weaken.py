@@ -1,16 +1,17 @@
 """Easier questions that settle a float question the cascade's stages leave open.
 
-Float nodes that are not exact in doubles over the box are evaluated by
-enumeration only, which takes no unbounded box.  Two plain facts settle many
-such questions anyway:
+Float nodes that are not exact in doubles over the box are decided by
+enumeration (and bounded loosely by the other strategies), which takes no
+unbounded box.  Three plain facts settle many such questions anyway:
 
 * *facts only restrict*: a goal that holds under fewer facts holds under all of
   them, so a goal without floats is asked without the facts that have them
-  (``without_float_facts``), and a goal with floats holds wherever the facts
-  without floats hold nowhere (``float_free_facts``).  A counterexample of that question is one of the
-  original wherever the dropped facts hold at it, which evaluating them there
-  shows exactly (IEEE evaluation at one point is exact); values for the symbols
-  only the dropped facts mention are searched for apart (``witness``);
+  (``without_float_facts``), and any goal holds where the facts without floats
+  hold nowhere (``float_free_facts``).  A counterexample of the question without
+  the facts on floats is one of the original wherever those facts hold at it,
+  which evaluating them there shows exactly (IEEE evaluation at one point is
+  exact); values for the symbols only they mention are searched for apart
+  (``witness``);
 * *a box is the union of its slices*: where float nodes read symbols with a
   few values each (``x in [3, 9]`` beside an unbounded ``T``), the question
   is asked at each of those values (``cases``), where the floats are constants;
