@@ -46,6 +46,7 @@ class _Helper:
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.owner = os.getpid()
         self.ready = False
+        self.asked = 0
         self._pending = b""
 
     def line(self, until: float) -> bytes | None:
@@ -71,9 +72,12 @@ class _Helper:
         return self.ready
 
     def ask(self, request: dict, until: float) -> Answer | None:
+        """The answer to ``request`` by ``until``, or None (then the helper must be killed: it may still be
+        working on it, or hold an answer nobody reads)."""
         assert self.process.stdin is not None
+        self.asked += 1                     # an answer read is this request's, not one left unread
         try:
-            self.process.stdin.write(json.dumps(request).encode() + b"\n")
+            self.process.stdin.write(json.dumps({**request, "id": self.asked}).encode() + b"\n")
             self.process.stdin.flush()
         except OSError:
             return None
@@ -82,8 +86,10 @@ class _Helper:
             return None
         try:
             data = json.loads(line)
+            if data["id"] != self.asked:
+                return None
             return Answer(data["result"], data["reason"], data["model"])
-        except (ValueError, KeyError):
+        except (ValueError, KeyError, TypeError):
             return None
 
     def kill(self) -> None:

@@ -5,8 +5,9 @@ Z3 does not stop on time inside some of its arithmetic (a sum of 199 floor divis
 
 It runs as a script (``python -I z3_server.py Z3_DIR``), imports nothing but the standard library and
 ``z3`` (from ``Z3_DIR`` if it is not installed where ``-I`` looks), and reads one JSON request a line on
-stdin: ``{"smt2": ..., "timeout_ms": ..., "rlimit": ..., "logic": ..., "names": [...]}``; it writes one
-JSON answer a line: ``{"result": "sat" | "unsat" | "unknown", "reason": ..., "model": {name: int}}``.
+stdin: ``{"id": ..., "smt2": ..., "timeout_ms": ..., "rlimit": ..., "logic": ..., "names": [...]}``; it
+writes one JSON answer a line: ``{"id": ..., "result": "sat" | "unsat" | "unknown", "reason": ...,
+"model": {name: int}}``.
 It first writes ``ready``, and it ends when its parent does.
 """
 import json
@@ -62,11 +63,13 @@ def main() -> None:
     ctx = z3.Context()
     print("ready", flush=True)
     for line in sys.stdin:
+        request: dict = {}
         try:
-            answer = _answer(z3, ctx, json.loads(line))
+            request = json.loads(line)
+            answer = _answer(z3, ctx, request)
         except Exception as exc:        # a bad request must not end the process that serves the next
             answer = {"result": "unknown", "reason": f"{type(exc).__name__}: {exc}", "model": {}}
-        print(json.dumps(answer), flush=True)
+        print(json.dumps({"id": request.get("id"), **answer}), flush=True)
         ctx = z3.Context()
 
 
