@@ -184,14 +184,18 @@ class Cascade(Strategy):
                        + "; ".join(reasons))
 
     def _extended(self, problem: Problem, point: dict, deadline: Deadline) -> dict | None:
-        """``point`` with values for the symbols it lacks where ``problem``'s facts hold, or None."""
+        """``point`` with values for the symbols it lacks where ``problem``'s facts hold, or None (a symbol
+        no fact then mentions takes its value nearest to 0)."""
         missing = [s for s in problem.symbols if s not in point]
         if not missing:
             return point
-        verdict = self(weaken.witness(problem, point), deadline)
+        question = weaken.witness(problem, point)
+        verdict = self(question, deadline)
         if not verdict.refuted:
             return None
-        return {**point, **_point(verdict, missing)}
+        found = _point(verdict, question.symbols)
+        return {**point, **{s: found[s] if s in found else weaken.nearest_zero(*problem.ranges[s])
+                            for s in missing}}
 
     def _refuted(self, problem: Problem, point: dict | None, found: Verdict, how: str) -> Verdict | None:
         """``found``'s refutation at ``point`` as one of ``problem``, if it is one there (checked in

@@ -134,7 +134,8 @@ def monotone_in(f: Expr) -> Monotone | None:
     """How the float term ``f`` is a monotone function of one integer term ``t``, if it is:
     ``float(t)`` and ``t / c`` for a constant ``c``, then any chain of ``+ - * /`` with a float term
     without symbols, and negation (each IEEE operation rounds monotonically, and overflows to inf
-    without raising).  None for anything else."""
+    without raising).  None for anything else: ``x // 1.0`` is ``math.floor(x)`` but nan for an x that
+    overflowed to inf, and a comparison with nan is false on both sides."""
     if isinstance(f, ToFloat):
         return Monotone(f.args[0], 1, f)
     if isinstance(f, IntTrueDiv):
@@ -145,8 +146,6 @@ def monotone_in(f: Expr) -> Monotone | None:
     if isinstance(f, FNeg):
         inner = monotone_in(f.args[0])
         return None if inner is None else inner._replace(direction=-inner.direction)
-    if isinstance(f, FFloorDiv) and not f.args[1].free_symbols and _value(f.args[1]) == 1:
-        return monotone_in(f.args[0])           # x // 1.0 is math.floor(x): monotone, and raises nowhere
     if not isinstance(f, (FAdd, FSub, FMul, FDiv)):
         return None
     a, b = f.args

@@ -37,7 +37,7 @@ from .problem import Deadline, Problem
 from .strategy import Outcome, Strategy, check_counterexample, refuted, unknown
 
 __all__ = ["without_float_facts", "float_free_facts", "witness", "cases", "near_zero", "exact_part",
-           "far_points", "BoxParts"]
+           "far_points", "nearest_zero", "BoxParts"]
 
 # points of the box near zero that a refutation search evaluates (enumeration: a few ms)
 NEAR_ZERO_POINTS = 20_000
@@ -140,11 +140,16 @@ def far_points(problem: Problem) -> list[dict[Symbol, int]]:
     choices = []
     for s in problem.symbols:
         lo, hi = problem.ranges[s]
-        small = [_window(lo, hi, 1)[0]]
+        small = [nearest_zero(lo, hi)]
         far = [v for v in FAR if hi is None] + [-v for v in FAR if lo is None]
         choices.append(small + far)
     points = [dict(zip(problem.symbols, values)) for values in itertools.product(*choices)]
     return [p for p in points if any(abs(v) >= min(FAR) for v in p.values())]
+
+
+def nearest_zero(lo: int | None, hi: int | None) -> int:
+    """The value of ``[lo, hi]`` nearest to 0."""
+    return _window(lo, hi, 1)[0]
 
 
 def _window(lo: int | None, hi: int | None, width: int) -> tuple[int, int]:
