@@ -4,17 +4,22 @@
 
 Each query is random guard *text* over 1-3 symbols (``+ - * // %``, min/max,
 ``CeilDiv``/``TruncDiv``/``int(a / b)``, float scale factors such as
-``math.floor(0.29*float(x))`` and ``math.ceil(x / 16)``, negative operands
-and divisors, ``and``/``or``/``not``), sometimes with a fact, over small or
-unbounded ranges.  The oracle never uses the solver: it reads the text with
-Python's ``ast`` and evaluates a whitelist of node kinds with Python's own
-operators (an exception is "not true").  Ground truth is brute force over
+``math.floor(0.29*float(x))`` and ``math.ceil(x / 16)``, float floor division
+such as ``(x / 3 // 1) != 4``, negative operands and divisors, Python's
+``and``/``or``/``not`` and sympy's ``And``/``Or``/``Not``/``&``/``|``/``~`` in
+either order, ``True``/``False`` operands), sometimes with a fact (a third of
+them comparisons on floats, such as ``x / 3 > 1.5``), over small or unbounded
+ranges.  The oracle never uses the solver: it reads the text with Python's
+``ast`` and evaluates a whitelist of node kinds with Python's own operators (an
+exception is "not true"); sympy's connectives it evaluates as sympy means them
+(an operand that decides does, in any order).  Ground truth is brute force over
 bounded boxes; over unbounded ranges every counterexample is checked, and
 every proof is spot-checked at a few hundred points, large ones included.
 
 Prints one table: queries, wrong verdicts, exceptions other than
-``ParseError``, calls past 2x the timeout + 1 s, verdict counts, time
-percentiles.  Exit status 1 if any of the three must-be-zero counts is not.
+``ParseError``, calls past 2x the timeout + 1 s, verdict counts, the share
+decided, time percentiles and the slowest call against its bound.  Exit status
+1 if any of the three must-be-zero counts is not.
 """
 from __future__ import annotations
 
@@ -55,6 +60,28 @@ class Unsupported(Exception):
     pass
 
 
+class _Undefined(ValueError):
+    """A sympy connective neither of whose operands decides, with one that raises: not true."""
+
+
+def _sympy_connective(decides: bool, parts):
+    """sympy's ``Or`` (``decides`` True) or ``And`` over compiled operands: an operand whose value is
+    ``decides`` decides, in any order; otherwise undefined if any operand raises."""
+    def evaluate(env):
+        values = []
+        for p in parts:
+            try:
+                values.append(bool(p(env)))
+            except (ZeroDivisionError, OverflowError, ValueError):
+                values.append(None)
+        if decides in values:
+            return decides
+        if None in values:
+            raise _Undefined
+        return not decides
+    return evaluate
+
+
 def compile_guard(text: str):
     """A function ``env -> bool`` with Python's meaning of ``text``; it raises where Python raises."""
     return _compile(ast.parse(text, mode="eval").body)
@@ -70,6 +97,8 @@ def _compile(node):
             value = name == "True"
             return lambda env: value
         return lambda env: env[name]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitOr, ast.BitAnd)):     # on conditions
+        return _sympy_connective(isinstance(node.op, ast.BitOr), [_compile(node.left), _compile(node.right)])
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         op, left, right = _BINARY[type(node.op)], _compile(node.left), _compile(node.right)
         return lambda env: op(left(env), right(env))
@@ -79,7 +108,7 @@ def _compile(node):
             return lambda env: -inner(env)
         if isinstance(node.op, ast.UAdd):
             return lambda env: +inner(env)
-        if isinstance(node.op, ast.Not):
+        if isinstance(node.op, (ast.Not, ast.Invert)):      # ``~`` on a condition: sympy's Not
             return lambda env: not inner(env)
     if isinstance(node, ast.BoolOp):
         parts = [_compile(v) for v in node.values]
@@ -120,6 +149,11 @@ def _compile(node):
             f"{func.value.id}.{func.attr}" if isinstance(func, ast.Attribute)
             and isinstance(func.value, ast.Name)
             else None)
+        if name in ("Or", "And"):
+            return _sympy_connective(name == "Or", [_compile(a) for a in node.args])
+        if name == "Not" and len(node.args) == 1:
+            inner = _compile(node.args[0])
+            return lambda env: not inner(env)
         if name in _CALLS:
             fn, args = _CALLS[name], [_compile(a) for a in node.args]
             return lambda env: fn(*(a(env) for a in args))
@@ -176,7 +210,7 @@ class Generator:
             f"math.floor({scale}*float({a}))", f"int({a} * {scale})", f"math.ceil({a} / 16)",
             f"math.ceil({a} / 3)", f"math.floor({a} / {b})", f"math.trunc(float({a}) * 0.1 * 3)",
             f"math.ceil(float({a}) * {scale} * {b})", f"math.floor({a} / {scale})",
-            f"int({a} / {b} * {scale})",
+            f"int({a} / {b} * {scale})", f"int({a} / 3 // 1)",
         ])
 
     def relation(self, syms, depth: int) -> str:
@@ -184,9 +218,14 @@ class Generator:
         op = rng.choice(["==", "!=", "<", "<=", ">", ">="])
         a, b = self.term(syms, depth), self.term(syms, depth)
         if rng.random() < 0.12:                           # a comparison with a float side
-            return rng.choice([f"{a} / {b} {op} {self.leaf(syms)}", f"{a} * 0.1 * 3 {op} {a} * 0.3",
-                               f"float({a}) * 0.5 {op} {b}", f"{a} {op} 0.5 + {b}"])
+            return self.float_relation(syms, a, b, op)
         return f"{a} {op} {b}"
+
+    def float_relation(self, syms, a: str, b: str, op: str) -> str:
+        rng = self.rng
+        return rng.choice([f"{a} / {b} {op} {self.leaf(syms)}", f"{a} * 0.1 * 3 {op} {a} * 0.3",
+                           f"float({a}) * 0.5 {op} {b}", f"{a} {op} 0.5 + {b}", f"({a} / 3 // 1) {op} {b}",
+                           f"{a} / 3 {op} 1.5", f"({a} / 7 % 1) {op} 0.5"])
 
     def condition(self, syms, depth: int, size: int) -> str:
         rng = self.rng
@@ -194,9 +233,23 @@ class Generator:
             text = self.relation(syms, depth)
         else:
             k = rng.randint(1, size - 1)
-            word = rng.choice(["and", "or"])
-            text = f"({self.condition(syms, depth, k)}) {word} ({self.condition(syms, depth, size - k)})"
-        return f"not ({text})" if rng.random() < 0.1 else text
+            parts = [self.condition(syms, depth, k), self.condition(syms, depth, size - k)]
+            if rng.random() < 0.1:                        # sympy's absorption (and Python's short cut)
+                parts[rng.randint(0, 1)] = rng.choice(["True", "False"])
+            a, b = parts
+            text = rng.choice([f"({a}) and ({b})", f"({a}) or ({b})",         # Python's, left to right
+                               f"Or({a}, {b})", f"And({a}, {b})", f"({a}) | ({b})", f"({a}) & ({b})"])
+        if rng.random() < 0.1:
+            return rng.choice([f"not ({text})", f"Not({text})", f"~({text})"])
+        return text
+
+    def fact(self, syms) -> str:
+        """A fact: a third of them a comparison on floats (``x / 3 > 1.5``)."""
+        rng = self.rng
+        if rng.random() < 1 / 3:
+            op = rng.choice(["==", "!=", "<", "<=", ">", ">="])
+            return self.float_relation(syms, self.term(syms, 1), self.term(syms, 1), op)
+        return self.condition(syms, 1, 1)
 
     def ranges(self, syms) -> dict:
         rng = self.rng
@@ -217,7 +270,7 @@ class Generator:
     def query(self):
         syms = SYMBOLS[:self.rng.randint(1, 3)]
         goal = self.condition(syms, self.rng.randint(1, 3), self.rng.randint(1, 3))
-        facts = [self.condition(syms, 1, 1) for _ in range(self.rng.random() < 0.3)]
+        facts = [self.fact(syms) for _ in range(self.rng.random() < 0.3)]
         return goal, self.ranges(syms), facts
 
 
@@ -298,8 +351,8 @@ class Tally:
 
 
 def run(queries: int, seed: int, timeout: float, progress: bool = False) -> Tally:
-    rng = random.Random(seed)
-    gen = Generator(rng)
+    gen = Generator(random.Random(seed))
+    spot_checks = random.Random(seed + 1)        # apart, so the queries do not depend on the verdicts
     tally = Tally()
     limit = 2 * timeout + 1.0
     for i in range(queries):
@@ -324,7 +377,7 @@ def run(queries: int, seed: int, timeout: float, progress: bool = False) -> Tall
                 tally.late.append((goal, ranges, facts, elapsed))
         tally.verdicts[verdict.status.value] += 1
         try:
-            why = judge(compile_guard(goal), [compile_guard(f) for f in facts], ranges, verdict, rng)
+            why = judge(compile_guard(goal), [compile_guard(f) for f in facts], ranges, verdict, spot_checks)
         except Unsupported as exc:
             why = f"the oracle cannot read the guard: {exc}"
         if why is not None:
@@ -336,6 +389,8 @@ def run(queries: int, seed: int, timeout: float, progress: bool = False) -> Tall
 
 def table(t: Tally, timeout: float) -> str:
     times = sorted(t.seconds)
+    answered = sum(t.verdicts.values())
+    decided = (t.verdicts["proven"] + t.verdicts["refuted"]) / answered if answered else 0.0
 
     def pct(p):
         return 1000 * times[min(len(times) - 1, int(p * len(times)))] if times else 0.0
@@ -345,9 +400,10 @@ def table(t: Tally, timeout: float) -> str:
         (f"calls past 2x timeout + 1 s ({2 * timeout + 1:.1f} s)", len(t.late)),
         ("ParseError (bad input, expected)", t.parse_errors),
         ("proven", t.verdicts["proven"]), ("refuted", t.verdicts["refuted"]),
-        ("unknown", t.verdicts["unknown"]), ("time p50 ms", f"{pct(0.5):.2f}"),
-        ("time p90 ms", f"{pct(0.9):.2f}"), ("time p99 ms", f"{pct(0.99):.2f}"),
-        ("time max ms", f"{1000 * times[-1]:.1f}" if times else "0"),
+        ("unknown", t.verdicts["unknown"]), ("decided (of the guards that parse)", f"{100 * decided:.2f}%"),
+        ("time p50 ms", f"{pct(0.5):.2f}"), ("time p90 ms", f"{pct(0.9):.2f}"),
+        ("time p99 ms", f"{pct(0.99):.2f}"),
+        (f"time max ms (bound {1000 * (2 * timeout + 1):.0f})", f"{1000 * times[-1]:.1f}" if times else "0"),
     ]
     lines = ["| measure | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
     return "\n".join(lines)

@@ -100,6 +100,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
                        timeout: float = DEFAULT_TIMEOUT, split: bool = False, max_regions: int = 8,
                        time_budget: float | None = None, progress: bool = False) -> ExportResult:
     """Like ``export``, returning the ``ExportResult`` (program, engine, guard report, time)."""
+    _check_module(model)
     if strict:
         warnings.warn("shapeproof.export traces non-strict (strict=False): the engine decides shapes of the "
                       "Python code as it runs", stacklevel=2)
@@ -389,6 +390,17 @@ def export(mod: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dyn
                               prefer_deferred_runtime_asserts_over_guards=deferred,
                               strategy=strategy, split=split, max_regions=max_regions,
                               time_budget=time_budget, progress=progress).program
+
+
+def _check_module(mod) -> None:
+    """What torch.export.export checks first, with its errors (torch 2.13, ``torch/export/__init__.py``), so
+    a drop-in raises what torch raises before any work (a function or a class failed deep in the tracer
+    with ``AttributeError: ... has no attribute 'buffers'``)."""
+    if not isinstance(mod, torch.nn.Module):
+        raise ValueError(f"Expected `mod` to be an instance of `torch.nn.Module`, got {type(mod)}.")
+    if isinstance(mod, torch.jit.ScriptModule):
+        raise ValueError("Exporting a ScriptModule is not supported. Maybe try converting your ScriptModule "
+                         "to an ExportedProgram using `TS2EPConverter(mod, args, kwargs).convert()` instead.")
 
 
 def suggest_dynamic_shapes(error: ExportError, dynamic_shapes):

@@ -96,13 +96,32 @@ def open_archive(source, caps: Caps, what: str) -> tuple[zipfile.ZipFile, dict[s
     return archive, {i.filename: i for i in infos}
 
 
+# bytes inflated at a time: zipfile's read() of a whole entry asks zlib for up to 1 GiB at once, whatever its
+# header says, before it cuts the result to the header's size
+_CHUNK = 1 << 16
+
+
 def read_entry(archive: zipfile.ZipFile, name: str, what: str) -> bytes:
-    """The bytes of one entry; a damaged, encrypted or oddly compressed one is a ``PackageError``."""
+    """The bytes of one entry, inflated a chunk at a time up to the size its header gives (which
+    ``open_archive`` checked against the caps): a deflated megabyte cannot make a gigabyte.  A damaged,
+    encrypted or otherwise compressed one, or one whose bytes do not match its header, is a
+    ``PackageError``."""
     try:
-        return archive.read(name)
+        info = archive.getinfo(name)
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise PackageError(f"{what}: {name} is compressed with method {info.compress_type} (torch stores "
+                               "entries; stored or deflated ones are read)")
+        parts, left = [], info.file_size
+        with archive.open(info) as stream:        # checks the CRC once the header's size is read
+            while left > 0 and (chunk := stream.read(min(_CHUNK, left))):
+                parts.append(chunk)
+                left -= len(chunk)
     except (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError, OSError, zlib.error,
             KeyError) as exc:
         raise PackageError(f"{what}: cannot read {name} ({type(exc).__name__}: {exc})") from None
+    if left:
+        raise PackageError(f"{what}: {name} holds fewer bytes than its header says ({info.file_size})")
+    return b"".join(parts)
 
 
 def read_json(archive: zipfile.ZipFile, entries: dict, name: str, caps: Caps, what: str):

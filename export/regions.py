@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 import mmap
 import time
 from dataclasses import dataclass, field
@@ -131,7 +132,10 @@ class RegionSearch:
 
     @property
     def box(self) -> dict[Symbol, tuple]:
-        return self.traces[0].ranges
+        """The declared ranges, an open upper end cut at the largest size a tensor has (an int64): the
+        solver refutes a float guard over an unbounded range past the largest double, where Python raises,
+        and no input has such a size."""
+        return {s: (lo, sys.maxsize if hi is None else hi) for s, (lo, hi) in self.traces[0].ranges.items()}
 
     def describe(self, width: int | None = None) -> list[str]:
         """One line per region; predicates longer than ``width`` characters are cut (Swin's run to 36 KB)."""
@@ -511,7 +515,7 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
             break
         try:
             new_args, new_kwargs = inputs_at(model, args, kwargs, input_sizes(first.sizes, point))
-        except (OSError, MemoryError) as exc:
+        except (OSError, MemoryError, OverflowError) as exc:        # past int64: no tensor has that size
             search.reason = f"inputs at {point_str(point)} do not fit in memory ({_first_line(exc)})"
             break
         found = trace(model, new_args, new_kwargs, spec, strategy, timeout, options, after=first)
@@ -624,7 +628,7 @@ def _where_the_model_fails(model, args, kwargs, first: Trace) -> tuple[dict, Exc
         sizes = input_sizes(first.sizes, {**first.point, **point})
         try:
             inputs = inputs_at(model, args, kwargs, sizes)
-        except (OSError, MemoryError):
+        except (OSError, MemoryError, OverflowError):
             continue                    # a counterexample far out in a declared range: not probed
         first.started_from.restore()
         failure = failure_at(model, *inputs)

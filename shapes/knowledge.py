@@ -77,7 +77,7 @@ class Knowledge:
             divisors = frozenset(self.term(d) for d in f.divisors)
             return S.rel(f.op, self.term(f.lhs), self.term(f.rhs), divisors)
         if isinstance(f, (S.And, S.Or)):
-            return (S.conj if isinstance(f, S.And) else S.disj)(*(self.condition(a) for a in f.args))
+            return S.rebuilt(f, (self.condition(a) for a in f.args))
         return f
 
     def relevant_facts(self, goal: S.Formula) -> tuple[S.Formula, ...]:

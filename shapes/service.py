@@ -135,8 +135,14 @@ class Handler(BaseHTTPRequestHandler):
                     length -= 1 << 20
             self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {self.limits.max_body} bytes")
             return None
+        data = self.rfile.read(length)
+        if len(data) < length:          # the client closed early: an incomplete message (RFC 9112, 6.3)
+            self.close_connection = True
+            self._error(HTTPStatus.BAD_REQUEST, f"body ended after {len(data)} of its Content-Length "
+                        f"{length} bytes")
+            return None
         try:
-            body = json.loads(self.rfile.read(length) or b"null")
+            body = json.loads(data or b"null")
         except (ValueError, UnicodeDecodeError, RecursionError):
             self._error(HTTPStatus.BAD_REQUEST, "body is not JSON")
             return None

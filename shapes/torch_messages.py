@@ -240,68 +240,110 @@ class _Statement:
         return self.parts.get(name)
 
 
-def _line_after(text: str, start: int) -> str:
-    end = text.find("\n", start)
-    return text[start:] if end < 0 else text[start:end]
+class _Scanner:
+    """Forward searches in one text, each resuming where the last one for the same phrase stopped.
+
+    Reading every statement of a long line then takes time linear in the line: a
+    search per statement from its start to the end of its line (and a copy of
+    that rest of the line) took time quadratic in it (1 MB of "Not all values of "
+    took 32 s).  Searches for a phrase go left to right; one that goes back
+    searches again.
+    """
+
+    def __init__(self, text: str):
+        self.text = text
+        self._hits: dict[str, tuple[int, int]] = {}     # phrase -> (searched from, first hit there, or -1)
+
+    def find(self, phrase: str, pos: int) -> int:
+        """The first occurrence of ``phrase`` at or after ``pos``, or -1."""
+        since, hit = self._hits.get(phrase, (-1, -1))
+        if pos < since or since < 0 or 0 <= hit < pos:
+            hit = self.text.find(phrase, pos)
+            self._hits[phrase] = (pos, hit)
+        return hit
+
+    def line_end(self, pos: int) -> int:
+        end = self.find("\n", pos)
+        return len(self.text) if end < 0 else end
+
+    def after_in_line(self, phrase: str, pos: int) -> int:
+        """The first occurrence of ``phrase`` after ``pos`` in ``pos``'s line (-1 if there is none, or the
+        first one is at ``pos``)."""
+        hit = self.find(phrase, pos)
+        return hit if pos < hit < self.line_end(pos) else -1
 
 
 def _not_all(text: str) -> list[_Statement]:
     """Every "Not all values of ..." statement of ``text``, in order (parts ``var``, ``range`` and one of
-    ``guard``, ``equal``, ``const``); each is read within its line, in time linear in the line."""
-    found: list[_Statement] = []
-    start = text.find(_NOT_ALL_START)
+    ``guard``, ``equal``, ``const``); each is read within its line, in time linear in the text."""
+    scan, found, inferred = _Scanner(text), [], {}
+    start = scan.find(_NOT_ALL_START, 0)
     while start >= 0:
         body = start + len(_NOT_ALL_START)
-        line = _line_after(text, body)
-        cuts = [(i, t) for t in (_SATISFY, _VALID) if (i := line.find(t)) > 0]
+        end = scan.line_end(body)
+        cuts = [(i, t) for t in (_SATISFY, _VALID) if (i := scan.after_in_line(t, body)) > 0]
+        resume = body
         if cuts:
             cut, kind = min(cuts)
-            var, sep, rng = line[:cut].partition(_IN_RANGE)
-            named = {"var": var, "range": rng if sep else None}
-            rest = line[cut + len(kind):]
-            if var and kind == _SATISFY and rest:
-                found.append(_Statement(start, text[start:body] + line, {**named, "guard": rest}))
-            elif var and kind == _VALID and (m := _INFERRED.match(rest)):
-                found.append(_Statement(start, text[start:body + cut + len(kind) + m.end()],
-                                        {**named, "equal": m.group("equal"), "const": m.group("const")}))
+            after = cut + len(kind)
+            if kind == _VALID and after not in inferred:    # every start before it on the line reads the same
+                inferred[after] = _INFERRED.match(text, after, end)
+            m = inferred.get(after) if kind == _VALID else None
+            if (kind == _SATISFY and after < end) or m is not None:
+                var, sep, rng = text[body:cut].partition(_IN_RANGE)
+                named = {"var": var, "range": rng if sep else None}
+                if var and m is None:
+                    found.append(_Statement(start, text[start:end], {**named, "guard": text[after:end]}))
+                    resume = end
+                elif var and m is not None:
+                    found.append(_Statement(start, text[start:m.end()],
+                                            {**named, "equal": m.group("equal"), "const": m.group("const")}))
+                    resume = m.end()
         # like a regular expression's matches, statements do not overlap
-        start = text.find(_NOT_ALL_START, found[-1].start + len(found[-1].text) if found and
-                          found[-1].start == start else body)
+        start = scan.find(_NOT_ALL_START, resume)
     return found
 
 
 def _data(text: str) -> list[_Statement]:
     """Every "Could not guard on / extract specialized integer from data-dependent expression E" statement:
     E up to a following "(unhinted: ...).  (Size-like symbols: ...)", else to the end of its line."""
-    found = []
+    scan, found, tails, resume = _Scanner(text), [], {}, 0
     for m in _DATA_START.finditer(text):
-        line = _line_after(text, m.end())
-        cut = line.find(" (unhinted: ")
-        tail = _UNHINTED.match(text, m.end() + cut) if cut > 0 else None
+        if m.start() < resume:
+            continue                            # statements do not overlap
+        end = scan.line_end(m.end())
+        cut = scan.after_in_line(" (unhinted: ", m.end())
+        if cut > 0 and cut not in tails:        # every start before it on the line reads the same
+            tails[cut] = _UNHINTED.match(text, cut)
+        tail = tails.get(cut) if cut > 0 else None
         if tail is not None:
-            found.append(_Statement(m.start(), text[m.start():tail.end()],
-                                    {"what": m.group("what"), "expr": line[:cut], "sl": tail.group("sl")}))
-        else:
-            expr = line.rstrip(" \t")
-            expr = expr[:-1] if expr.endswith(".") else expr
-            if expr:
-                found.append(_Statement(m.start(), text[m.start():m.end()] + line,
-                                        {"what": m.group("what"), "expr": expr, "sl": None}))
+            found.append(_Statement(m.start(), text[m.start():tail.end()], {
+                "what": m.group("what"), "expr": text[m.end():cut], "sl": tail.group("sl")}))
+            resume = tail.end()
+            continue
+        expr = text[m.end():end].rstrip(" \t")
+        expr = expr[:-1] if expr.endswith(".") else expr
+        if expr:
+            found.append(_Statement(m.start(), text[m.start():end],
+                                    {"what": m.group("what"), "expr": expr, "sl": None}))
+            resume = end
     return found
 
 
 def _solved(text: str) -> list[_Statement]:
     """Every "solving the guards generated for V resulted in a specialized value of N" statement."""
-    found, start = [], text.find(_SOLVED_START)
+    scan, found = _Scanner(text), []
+    start = scan.find(_SOLVED_START, 0)
     while start >= 0:
         body = start + len(_SOLVED_START)
-        line = _line_after(text, body)
-        cut = line.find(_SOLVED_VALUE)
-        value = _VALUE.match(line, cut + len(_SOLVED_VALUE)) if cut > 0 else None
+        cut = scan.after_in_line(_SOLVED_VALUE, body)
+        value = _VALUE.match(text, cut + len(_SOLVED_VALUE)) if cut > 0 else None
+        resume = body
         if value is not None:
-            found.append(_Statement(start, text[start:body + value.end()],
-                                    {"var": line[:cut], "value": value.group()}))
-        start = text.find(_SOLVED_START, body)
+            found.append(_Statement(start, text[start:value.end()],
+                                    {"var": text[body:cut], "value": value.group()}))
+            resume = value.end()
+        start = scan.find(_SOLVED_START, resume)
     return found
 
 

@@ -25,8 +25,8 @@ from .classify import Learned, LearnedKind, classify_fact, divisibility_candidat
 from .enumerate import EnumerateStrategy, holding_grid, holds_along
 from .evaluate import Undefined, evaluate_term, holds, truth
 from .formula import (
-    FALSE, TRUE, And, Const, Formula, Or, Rel, conj, disj, eq, formula_str, ge, gt, iff, le, lt, ne, neg, rel,
-    relations, substitute,
+    FALSE, TRUE, And, Const, Formula, Or, Rel, conj, disj, eq, formula_str, ge, gt, iff, le, lt, ne, neg,
+    rebuilt, rel, relations, substitute,
 )
 from .guard_code import guard_code
 from .interval import tighten
@@ -49,7 +49,7 @@ __all__ = [
     # the language
     "parse", "parse_condition", "parse_term", "ParseError", "Limits",
     "Formula", "Rel", "And", "Or", "Const", "TRUE", "FALSE", "rel", "eq", "ne", "lt", "le", "gt", "ge",
-    "conj", "disj", "neg", "iff", "substitute", "relations", "formula_str",
+    "conj", "disj", "rebuilt", "neg", "iff", "substitute", "relations", "formula_str",
     "FloorDiv", "Mod", "CeilDiv", "TruncDiv", "Min", "Max", "symbol", "divisors", "constant_divisors",
     "term_str", "floats",
     "guard_code", "TABLE", "Kind", "Rounding", "Row", "Unmodelled", "row_of", "rows_named",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
+import sympy
 from sympy import Expr, Symbol
 
 from .interval_math import EVERYTHING, INF, Interval, point_interval
@@ -44,12 +45,38 @@ class Bounds:
         if isinstance(term, Symbol):
             return self.box.get(term, EVERYTHING)
         row = row_of(term)
+        if row.rounding is not None:
+            monotone = self._monotone_rounding(term)
+            if monotone is not None:
+                return monotone
         if row.is_wrapper or row.is_float:      # float sub-expressions are bounded only loosely
             return row.interval(*(EVERYTHING for _ in term.args))
         parts = [self(a) for a in term.args]
         if any(p is None for p in parts):
             return None
         return row.interval(*parts)
+
+    def _monotone_rounding(self, term: Expr) -> Maybe:
+        """A rounding of a float that is monotone in one integer term (``floats.monotone_in``): its values
+        at that term's ends, in Python (an open end, or one where Python raises, stays open)."""
+        from .evaluate import Undefined, evaluate_term          # evaluate builds on formula, on this
+        from .floats import monotone_in
+        found = monotone_in(term.args[0])
+        inner = None if found is None else self(found.term)
+        if found is None or inner is None:
+            return None
+        t, direction = found.term, found.direction
+
+        def at(end, toward):
+            if end in (INF, -INF):
+                return toward
+            try:
+                return evaluate_term(term.xreplace({t: sympy.Integer(int(end))}), {})
+            except Undefined:
+                return toward
+
+        lo, hi = at(inner.lo, -INF * direction), at(inner.hi, INF * direction)
+        return Interval(lo, hi) if direction > 0 else Interval(hi, lo)
 
     def tight(self, term: Expr) -> Maybe:
         """Interval of ``term`` for a decision that matters; subclasses may work harder for it."""

@@ -16,9 +16,14 @@ a batch dim times two image dims is 350,000 points, but each subterm mentions
 one or two of them); ``z3`` then works on the *rewritten* problem, where the
 nested pad-to-multiple guards it gives up on in their raw form are easy;
 ``enumerate`` gets a last, larger budget for boxes too big for the first
-passes (``z3`` leaves it half the time when it can decide the box).  Decided
-verdicts are cached by the query's canonical form (goal, facts, ranges), so a
-guard that recurs across layers is solved once.
+passes (``z3`` leaves it half the time when it can decide the box).  A float
+question whose box is too large to enumerate is searched for counterexamples
+in parts of its box (``parts``, before ``z3``), and one the stages leave open
+is settled, where it can be, by easier ones (``weaken``): the facts without
+floats, the goal without the facts on floats, its cases over symbols with few
+values, the part of the box where doubles are exact.  Decided verdicts are
+cached by the query's canonical form (goal, facts, ranges), so a guard that
+recurs across layers is solved once.
 """
 from __future__ import annotations
 
@@ -33,8 +38,9 @@ from .interval import IntervalStrategy
 from .probe import ProbeStrategy
 from .problem import Deadline, Problem
 from .rewrite import Reductions, RewriteStrategy, Simplified
+from . import weaken
 from .smt import Z3Strategy
-from .strategy import Outcome, Strategy, run
+from .strategy import Outcome, Strategy, check_counterexample, run
 from .verdict import Status, Verdict
 
 __all__ = ["Cascade"]
@@ -45,16 +51,6 @@ __all__ = ["Cascade"]
 # question lasts, about what z3's first context adds to the process)
 WORK_BEFORE_Z3 = 4_000_000
 
-# a symbol's part of the sub-box where floats are exact: far below 2**53 even through products of two
-_EXACT_SPAN = 2 ** 20
-
-
-def _clip(lo, hi) -> tuple:
-    """At most ``_EXACT_SPAN`` values of ``[lo, hi]``, from its lower end (sizes are small there)."""
-    if lo is None:
-        lo = -_EXACT_SPAN if hi is None else hi - _EXACT_SPAN
-    return lo, lo + _EXACT_SPAN if hi is None else min(hi, lo + _EXACT_SPAN)
-
 
 def default_stages(reductions: Reductions) -> list[Strategy]:
     """The cascade's stages in the order above; ``rewrite`` and ``rewrite+z3`` share ``reductions``."""
@@ -64,6 +60,7 @@ def default_stages(reductions: Reductions) -> list[Strategy]:
         ProbeStrategy(),
         RewriteStrategy(reductions),
         EnumerateStrategy(max_points=0, max_work=WORK_BEFORE_Z3),
+        weaken.BoxParts(),
         Simplified(Z3Strategy(), reductions),
         EnumerateStrategy(max_points=4_000_000),
     ]
@@ -127,36 +124,102 @@ class Cascade(Strategy):
                 return result
             reasons.append(f"{stage.name}: {verdict.reason}")
         if problem.has_floats:
-            refuted = None if deadline.expired() else self._refute_where_exact(problem, deadline)
-            if refuted is not None:
-                return replace(refuted, seconds=time.perf_counter() - start,
-                               reason=f"{refuted.reason} (in the part of the ranges where doubles are exact)")
+            weakened = None if deadline.expired() else self._weakened(problem, deadline)
+            if weakened is not None:
+                result = replace(weakened, seconds=time.perf_counter() - start)
+                with self._lock:
+                    self._cache[problem.key] = result
+                return result
             reasons.insert(0,
                            "float arithmetic that is not exact in doubles over the ranges (only enumeration "
                               "evaluates it)")
         return Verdict(Status.UNKNOWN, self.name, time.perf_counter() - start, "; ".join(reasons))
 
-    def _refute_where_exact(self, problem: Problem, deadline: Deadline) -> Verdict | None:
-        """A counterexample from a sub-box where every float is exact in doubles (there the float nodes are
-        integer nodes every stage decides): a point of the sub-box is a point of the box, so a refutation
-        there refutes the goal; a proof there says nothing about the rest and is not returned."""
-        clipped = {s: _clip(*problem.ranges[s]) for s in problem.symbols}
-        if clipped == dict(problem.ranges):
+    def _weakened(self, problem: Problem, deadline: Deadline) -> Verdict | None:
+        """The verdict of an easier question that settles ``problem`` (``weaken``), or None."""
+        vacuous = weaken.float_free_facts(problem)
+        if vacuous is not None:
+            verdict = self(vacuous, deadline)
+            if verdict.proven:
+                return replace(verdict, reason=f"{verdict.reason} (the facts without floats hold nowhere)")
+        easier = weaken.without_float_facts(problem)
+        if easier is not None:
+            verdict = self(easier, deadline)
+            if verdict.proven:
+                return replace(verdict, reason=f"{verdict.reason} (without the facts on floats, which only "
+                                               "restrict)")
+            if verdict.refuted:
+                point = _point(verdict, easier.symbols)
+                found = self._refuted(problem, self._extended(problem, point, deadline), verdict,
+                                      "without the facts on floats, which hold there too")
+                if found is not None:
+                    return found
+        split = self._split(problem, deadline)
+        if split is not None:
+            return split
+        part = weaken.exact_part(problem)
+        if part is not None and not part.has_floats and not deadline.expired():
+            verdict = self(part, deadline)
+            if verdict.refuted:
+                point = _point(verdict, part.symbols)
+                return self._refuted(problem, point, verdict,
+                                     "in the part of the ranges where doubles are exact")
+        return None
+
+    def _split(self, problem: Problem, deadline: Deadline) -> Verdict | None:
+        """Proven in every case of ``weaken.cases``, or refuted in one; None otherwise."""
+        reasons: dict[str, None] = {}
+        for values, case in weaken.cases(problem) or ():
+            verdict = self(case, deadline)
+            if verdict.refuted:
+                point = {**values, **_point(verdict, case.symbols)}
+                return self._refuted(problem, self._extended(problem, point, deadline), verdict,
+                                     f"at {', '.join(f'{s} = {v}' for s, v in values.items())}")
+            if not verdict.proven:
+                return None
+            reasons[verdict.reason] = None
+        if not reasons:
             return None
-        sub = Problem.build(problem.goal, clipped, problem.facts)
-        if sub.has_floats:
+        return Verdict(Status.PROVEN, "cascade", 0.0, f"in each case of {', '.join(s.name for s in values)}: "
+                       + "; ".join(reasons))
+
+    def _extended(self, problem: Problem, point: dict, deadline: Deadline) -> dict | None:
+        """``point`` with values for the symbols it lacks where ``problem``'s facts hold, or None (a symbol
+        no fact then mentions takes its value nearest to 0)."""
+        missing = [s for s in problem.symbols if s not in point]
+        if not missing:
+            return point
+        question = weaken.witness(problem, point)
+        verdict = self(question, deadline)
+        if not verdict.refuted:
             return None
-        verdict = self(sub, deadline)
-        return verdict if verdict.refuted else None
+        found = _point(verdict, question.symbols)
+        return {**point, **{s: found[s] if s in found else weaken.nearest_zero(*problem.ranges[s])
+                            for s in missing}}
+
+    def _refuted(self, problem: Problem, point: dict | None, found: Verdict, how: str) -> Verdict | None:
+        """``found``'s refutation at ``point`` as one of ``problem``, if it is one there (checked in
+        Python, as every counterexample is)."""
+        if point is None or check_counterexample(problem, point) is not None:
+            return None
+        return Verdict(Status.REFUTED, found.strategy, found.seconds, f"{found.reason} ({how})",
+                       {s.name: int(point[s]) for s in problem.symbols})
 
     def _budget(self, i: int, problem: Problem, deadline: Deadline) -> Deadline:
-        """Half the time left when a later stage is sure to decide given time: an SMT call that
-        runs out must not starve an enumeration that settles the same box."""
+        """Half the time left when a later stage is sure to decide given time, or easier questions follow
+        (a float question's): an SMT call that runs out must not starve an enumeration that settles the
+        same box."""
         later = self.stages[i + 1:]
-        if any(isinstance(s, EnumerateStrategy) and s.covers(problem) for s in later):
+        if problem.has_floats or any(isinstance(s, EnumerateStrategy) and s.covers(problem) for s in later):
             return deadline.share(0.5)
         return deadline
 
     def clear_cache(self) -> None:
         with self._lock:
             self._cache.clear()
+
+
+def _point(verdict: Verdict, symbols) -> dict:
+    """The refuted ``verdict``'s counterexample, by symbol."""
+    assert verdict.counterexample is not None
+    return {s: verdict.counterexample[s.name] for s in symbols}

@@ -59,6 +59,13 @@ def _union(masks):
     return out
 
 
+def _intersection(masks):
+    out: np.ndarray | bool = True
+    for mask in masks:
+        out = out & mask
+    return out
+
+
 class _Overflow(Exception):
     """An intermediate value that floor semantics depend on may lie outside int64."""
 
@@ -242,8 +249,13 @@ class _Vectorized:
             with np.errstate(over="ignore"):
                 holds = f.holds_for(lhs - rhs)
             return defined & holds, defined & ~holds
-        # Python's left-to-right and/or: a later operand decides only where the earlier ones let it.
         stop_true = isinstance(f, F.Or)
+        if not f.ordered:           # sympy's And/Or: any operand that decides does, wherever it stands
+            parts = [self._truth(a) for a in f.args]
+            trues, falses = _union(t for t, _ in parts), _intersection(fl for _, fl in parts)
+            return (trues, falses) if stop_true else (_intersection(t for t, _ in parts),
+                                                      _union(fl for _, fl in parts))
+        # Python's left-to-right and/or: a later operand decides only where the earlier ones let it.
         decided_true, decided_false = np.bool_(False), np.bool_(False)
         going = np.bool_(True)
         for a in f.args:

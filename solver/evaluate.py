@@ -72,8 +72,11 @@ def truth(f: F.Formula, env: Mapping[Symbol, int], memo: dict | None = None) -> 
             return None
     if not isinstance(f, (F.And, F.Or)):
         raise TypeError(f"not a condition: {f!r}")
-    stop = isinstance(f, F.Or)          # Python's left-to-right ``or`` stops at True, ``and`` at False
-    for a in f.args:
+    stop = isinstance(f, F.Or)          # ``or`` is decided by a true operand, ``and`` by a false one
+    if not f.ordered:                   # sympy's: any deciding operand decides, else undefined if any is
+        values = [truth(a, env, memo) for a in f.args]
+        return stop if stop in values else (None if None in values else not stop)
+    for a in f.args:                    # Python's: left to right, the first undefined operand raises
         value = truth(a, env, memo)
         if value is None or value is stop:
             return value

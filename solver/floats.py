@@ -28,13 +28,16 @@ from __future__ import annotations
 
 import math
 
+from typing import NamedTuple
+
 from sympy import Expr, Integer, Rational
 
 from . import formula as F
+from .evaluate import Undefined, evaluate_term
 from .nodes import (
-    COMPARISONS, FLOAT_WRAPPERS, ROUNDING, TABLE, CeilToInt, Defined, FAdd, FDiv, FFloorDiv, FloatConst,
-    FloatEq, FloatLe, FloatLt, FloatTerm, FloorToInt, FMod, FMul, FNeg, FSub, IntTrueDiv, Kind, Rounding,
-    RoundToInt, ToFloat, TruncToInt, _Wrapper,
+    COMPARISONS, DOUBLE_OVERFLOW, FLOAT_WRAPPERS, ROUNDING, TABLE, CeilToInt, Defined, FAdd, FDiv, FFloorDiv,
+    FloatConst, FloatEq, FloatLe, FloatLt, FloatTerm, FloorToInt, FMod, FMul, FNeg, FSub, IntTrueDiv, Kind,
+    Rounding, RoundToInt, ToFloat, TruncToInt, _Wrapper,
 )
 from .terms import iter_nodes
 
@@ -42,7 +45,8 @@ __all__ = [
     "FloatTerm", "ToFloat", "FloatConst", "IntTrueDiv", "FAdd", "FSub", "FMul", "FDiv", "FFloorDiv", "FMod",
     "FNeg", "FloorToInt", "CeilToInt", "TruncToInt", "RoundToInt", "FloatLt", "FloatLe", "FloatEq", "Defined",
     "FLOAT_WRAPPERS", "ROUNDING", "COMPARISONS", "Rounding", "is_float", "has_floats", "float_const",
-    "to_float", "float_binop", "true_div", "round_float", "compare_float", "prune_defined",
+    "to_float", "float_binop", "true_div", "round_float", "compare_float", "prune_defined", "Monotone",
+    "monotone_in",
 ]
 
 BINARY = {row.infix: row.cls for row in TABLE.values() if row.kind is Kind.FLOAT}
@@ -102,3 +106,57 @@ def prune_defined(divs, lhs: Expr, rhs: Expr) -> frozenset:
     """
     present = set(iter_nodes(lhs)) | set(iter_nodes(rhs))
     return frozenset(d for d in divs if not (isinstance(d, Defined) and d.args[0] in present))
+
+
+class Monotone(NamedTuple):
+    """A float that is a monotone function of one integer term."""
+
+    term: Expr
+    direction: int              # 1: it does not decrease as ``term`` grows; -1: it does not increase
+    base: Expr                  # ``float(term)`` or ``term / c``: where it raises, the float does
+
+    @property
+    def evaluates_below(self) -> int:
+        """The float evaluates (does not raise) exactly where ``|term|`` is below this."""
+        return DOUBLE_OVERFLOW * (abs(int(self.base.args[1])) if isinstance(self.base, IntTrueDiv) else 1)
+
+
+def _value(constant: Expr) -> float | None:
+    """The finite value Python computes for a float term without symbols, else None."""
+    try:
+        value = evaluate_term(constant, {})
+    except Undefined:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def monotone_in(f: Expr) -> Monotone | None:
+    """How the float term ``f`` is a monotone function of one integer term ``t``, if it is:
+    ``float(t)`` and ``t / c`` for a constant ``c``, then any chain of ``+ - * /`` with a float term
+    without symbols, and negation (each IEEE operation rounds monotonically, and overflows to inf
+    without raising).  None for anything else: ``x // 1.0`` is ``math.floor(x)`` but nan for an x that
+    overflowed to inf, and a comparison with nan is false on both sides."""
+    if isinstance(f, ToFloat):
+        return Monotone(f.args[0], 1, f)
+    if isinstance(f, IntTrueDiv):
+        c = f.args[1]
+        if not (c.is_Integer and c != 0):
+            return None
+        return Monotone(f.args[0], 1 if c > 0 else -1, f)
+    if isinstance(f, FNeg):
+        inner = monotone_in(f.args[0])
+        return None if inner is None else inner._replace(direction=-inner.direction)
+    if not isinstance(f, (FAdd, FSub, FMul, FDiv)):
+        return None
+    a, b = f.args
+    if bool(a.free_symbols) == bool(b.free_symbols):
+        return None
+    constant, other = (b, a) if a.free_symbols else (a, b)
+    inner, value = monotone_in(other), _value(constant)
+    if inner is None or value is None:
+        return None
+    if isinstance(f, (FMul, FDiv)):
+        if value == 0 or (isinstance(f, FDiv) and constant is a):
+            return None                         # c / x is not monotone across 0
+        return inner if value > 0 else inner._replace(direction=-inner.direction)
+    return inner._replace(direction=-inner.direction) if isinstance(f, FSub) and constant is a else inner

@@ -1,15 +1,25 @@
 """Boolean conditions over integer terms: relations and connectives.
 
-Semantics are three-valued because a term may divide by zero, and they are
-Python's: ``and``/``or`` evaluate left to right and stop at the first operand
-that decides (McCarthy's logic), so an undefined operand makes the whole
-undefined exactly when Python would raise there.  A relation is *undefined*
-where one of its divisors is zero (or a float node raises); ``a and b`` is
-false when ``a`` is false, ``a or b`` true when ``a`` is true, otherwise each is
-``b``'s value once ``a`` is defined; ``not`` swaps true and false.  A condition
-*holds* at a point only when it is defined and true there; a guard is proven
-when it holds at every point in range where the facts hold.  Operand order is
-kept by every constructor (De Morgan keeps it too).
+Semantics are three-valued because a term may divide by zero.  A relation is
+*undefined* where one of its divisors is zero (or a float node raises).  Each
+connective has one of two meanings (the table of spellings is in ``nodes.py``):
+
+* *ordered* (``ordered=True``, Python's ``and``/``or``): left to right, stopping
+  at the first operand that decides (McCarthy's logic), so an undefined operand
+  makes the whole undefined exactly when Python would raise there: ``a and b``
+  is false when ``a`` is false, ``a or b`` true when ``a`` is true, otherwise
+  each is ``b``'s value once ``a`` is defined;
+* *unordered* (``ordered=False``, sympy's ``And``/``Or``, also spelled ``&``/``|``):
+  commutative, with sympy's absorption (Kleene's strong logic): ``Or`` is true
+  where any operand is true, false where all are false, undefined otherwise;
+  ``And`` dually.  ``Or(x, True)`` is ``True`` whatever ``x`` is.
+
+``not`` swaps true and false in both.  A condition *holds* at a point only when
+it is defined and true there; a guard is proven when it holds at every point in
+range where the facts hold.  Ordered operands keep their order through every
+constructor (De Morgan keeps it too).  Where no operand can be undefined the two
+meanings agree, and an unordered connective is built as the ordered one, so the
+unordered kind only exists where it means something else.
 
 Formulas are kept in negation normal form: ``neg`` pushes negation into
 relations (``not a < b`` is ``a >= b``, same divisors), so only ``Rel``,
@@ -29,7 +39,7 @@ from .terms import as_term, divisors, expanded, symbols_in, term_str
 
 __all__ = [
     "Formula", "Rel", "And", "Or", "Const", "TRUE", "FALSE",
-    "rel", "eq", "ne", "lt", "le", "gt", "ge", "conj", "disj", "neg", "iff",
+    "rel", "eq", "ne", "lt", "le", "gt", "ge", "conj", "disj", "rebuilt", "neg", "iff",
     "relations", "formula_str", "substitute", "may_raise",
 ]
 
@@ -114,6 +124,7 @@ class Rel(_FormulaBase):
 @dataclass(frozen=True, eq=True, repr=False)
 class And(_FormulaBase):
     args: tuple
+    ordered: bool = True            # Python's left-to-right ``and``; False: sympy's ``And`` (see above)
 
     def __repr__(self) -> str:
         return f"And({formula_str(self)!r})"
@@ -122,6 +133,7 @@ class And(_FormulaBase):
 @dataclass(frozen=True, eq=True, repr=False)
 class Or(_FormulaBase):
     args: tuple
+    ordered: bool = True            # Python's left-to-right ``or``; False: sympy's ``Or`` (see above)
 
     def __repr__(self) -> str:
         return f"Or({formula_str(self)!r})"
@@ -150,33 +162,40 @@ def gt(a, b) -> Formula: return rel(">", a, b)
 def ge(a, b) -> Formula: return rel(">=", a, b)
 
 
-def _connective(cls, absorbing: Const, identity: Const, args: Iterable[Formula]) -> Formula:
-    flat: dict[Formula, None] = {}          # ordered and deduplicated in linear time
+def _connective(cls, absorbing: Const, identity: Const, args: Iterable[Formula], ordered: bool) -> Formula:
+    flat: dict[Formula, None] = {}          # in order and deduplicated, in linear time
     for arg in args:
         if not isinstance(arg, Formula):
             raise TypeError(f"not a condition: {arg!r}")
-        for part in _operands(cls, arg):
+        for part in _operands(cls, arg, ordered):
             if part == absorbing:
-                # Python stops here, but only after evaluating what came before, which may raise:
-                # ``a or True`` is ``a or not a`` (true wherever ``a`` is defined).
-                if not any(may_raise(p) for p in flat):
+                # sympy's connective absorbs whatever the others are; Python's stops here, but only after
+                # evaluating what came before, which may raise: ``a or True`` is ``a or not a``
+                if not ordered or not any(may_raise(p) for p in flat):
                     return absorbing
-                before = _build(cls, identity, tuple(flat))
-                return cls((*_operands(cls, before), *_operands(cls, neg(before))))
+                before = _build(cls, identity, tuple(flat), ordered)
+                return cls((*_operands(cls, before, ordered), *_operands(cls, neg(before), ordered)))
             if part != identity:
                 flat[part] = None
-    return _build(cls, identity, tuple(flat))
+    return _build(cls, identity, tuple(flat), ordered)
 
 
-def _operands(cls, f: Formula) -> tuple:
-    """``f``'s arguments if it is a ``cls`` node, else ``f`` alone: connectives stay flat."""
-    return f.args if isinstance(f, cls) else (f,)
+def _operands(cls, f: Formula, ordered: bool) -> tuple:
+    """``f``'s operands if it is a ``cls`` node of the same meaning (or of either meaning where none of its
+    operands can be undefined), else ``f`` alone: connectives stay flat."""
+    if isinstance(f, cls) and (f.ordered == ordered or (f.ordered and not may_raise(f))):
+        return f.args
+    return (f,)
 
 
-def _build(cls, identity: Const, items: tuple) -> Formula:
+def _build(cls, identity: Const, items: tuple, ordered: bool) -> Formula:
     if not items:
         return identity
-    return items[0] if len(items) == 1 else cls(items)
+    if len(items) == 1:
+        return items[0]
+    if ordered or not any(may_raise(i) for i in items):
+        return cls(items)                   # every operand defined everywhere: both meanings agree
+    return cls(tuple(sorted(items, key=formula_str)), ordered=False)      # one form for every order
 
 
 def may_raise(f: Formula) -> bool:
@@ -184,24 +203,31 @@ def may_raise(f: Formula) -> bool:
     return any(r.divisors or term_may_raise(r.lhs) or term_may_raise(r.rhs) for r in relations(f))
 
 
-def conj(*args: Formula) -> Formula:
-    return _connective(And, FALSE, TRUE, args)
+def conj(*args: Formula, ordered: bool = True) -> Formula:
+    """``a and b and ...``: Python's left-to-right meaning, or sympy's ``And`` with ``ordered=False``."""
+    return _connective(And, FALSE, TRUE, args, ordered)
 
 
-def disj(*args: Formula) -> Formula:
-    return _connective(Or, TRUE, FALSE, args)
+def disj(*args: Formula, ordered: bool = True) -> Formula:
+    """``a or b or ...``: Python's left-to-right meaning, or sympy's ``Or`` with ``ordered=False``."""
+    return _connective(Or, TRUE, FALSE, args, ordered)
+
+
+def rebuilt(f: And | Or, args: Iterable[Formula]) -> Formula:
+    """The connective ``f`` over new operands: the same kind, with the same meaning."""
+    return (conj if isinstance(f, And) else disj)(*args, ordered=f.ordered)
 
 
 def neg(f: Formula) -> Formula:
-    """Negation in normal form (De Morgan, order kept, and relation flipping are exact in Python's logic)."""
+    """Negation in normal form (De Morgan, order kept, and relation flipping are exact in both logics)."""
     if isinstance(f, Const):
         return FALSE if f.value else TRUE
     if isinstance(f, Rel):
         return Rel(NEGATED[f.op], f.lhs, f.rhs, f.divisors)
     if isinstance(f, And):
-        return disj(*(neg(a) for a in f.args))
+        return disj(*(neg(a) for a in f.args), ordered=f.ordered)
     if isinstance(f, Or):
-        return conj(*(neg(a) for a in f.args))
+        return conj(*(neg(a) for a in f.args), ordered=f.ordered)
     raise TypeError(f"not a condition: {f!r}")
 
 
@@ -221,7 +247,7 @@ def substitute(f: Formula, mapping: dict) -> Formula:
             return f                             # nothing to replace: spare sympy's expand of a large term
         divs = frozenset(expanded(d.xreplace(mapping)) for d in f.divisors)
         return rel(f.op, expanded(f.lhs.xreplace(mapping)), expanded(f.rhs.xreplace(mapping)), divs)
-    return (conj if isinstance(f, And) else disj)(*(substitute(a, mapping) for a in f.args))
+    return rebuilt(f, (substitute(a, mapping) for a in f.args))
 
 
 def relations(f: Formula) -> Iterator[Rel]:
@@ -242,13 +268,17 @@ def formula_str(f: Formula) -> str:
         text = term_str(f.lhs)[1:-1]            # a comparison with a float side (floats.compare_float)
         return text if f.op == "!=" else f"not ({text})"
     if isinstance(f, Rel):
-        # Divisors that sympy cancelled out of the terms are printed as ``0*(0 // d)``
-        # so that the text, read back, carries the same definedness condition.
+        # Divisors that sympy cancelled out of the terms are printed as ``0*(0 // d)`` (a float node's
+        # ``Defined`` marker as ``0*(w)``) so that the text, read back, carries the same definedness.
         hidden = sorted(f.divisors - divisors((f.lhs, f.rhs)), key=sympy.default_sort_key)
-        lhs = _side(f.lhs) + "".join(f" + 0*(0 // ({term_str(d)}))" for d in hidden)
+        lhs = _side(f.lhs) + "".join(f" + 0*({term_str(d.args[0])})" if getattr(d, "marks_definedness", False)
+                                     else f" + 0*(0 // ({term_str(d)}))" for d in hidden)
         return f"{lhs} {f.op} {_side(f.rhs)}"
+    if isinstance(f, (And, Or)) and not f.ordered:
+        return f"{type(f).__name__}({', '.join(formula_str(a) for a in f.args)})"     # as sympy prints it
     if isinstance(f, And):
-        return " and ".join(f"({formula_str(a)})" if isinstance(a, Or) else formula_str(a) for a in f.args)
+        return " and ".join(f"({formula_str(a)})" if isinstance(a, Or) and a.ordered else formula_str(a)
+                            for a in f.args)
     if isinstance(f, Or):
         return " or ".join(formula_str(a) for a in f.args)
     raise TypeError(f"not a condition: {f!r}")

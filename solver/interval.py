@@ -2,10 +2,11 @@
 
 Facts first narrow the box by propagating linear bounds (``L >= 2*S`` raises
 the least ``L`` to twice the least ``S``).  A relation is proven when the
-interval of ``lhs - rhs`` satisfies it everywhere and every divisor's interval
-excludes zero; a goal that can hold nowhere is refuted at any box point that
-satisfies the facts.  Cheap (microseconds) and incomplete by design: it cannot
-see that ``16*(T//16) <= T``, which is what ``rewrite`` and ``z3`` are for.
+interval of ``lhs - rhs`` satisfies it everywhere, every divisor's interval
+excludes zero and it has no float node (which may raise anywhere); a goal that
+can hold nowhere is refuted at any box point that satisfies the facts.  Cheap
+(microseconds) and incomplete by design: it cannot see that ``16*(T//16) <=
+T``, which is what ``rewrite`` and ``z3`` are for.
 """
 from __future__ import annotations
 
@@ -30,16 +31,17 @@ _NEVER = {op: _ALWAYS[F.NEGATED[op]] for op in _ALWAYS}
 
 
 def relation_truth(r: F.Rel, bounds: Bounds) -> tuple[bool, bool]:
-    """(holds everywhere, holds nowhere) for one relation over the box."""
+    """(holds everywhere, holds nowhere) for one relation over the box.  A float node may raise anywhere
+    (its interval holds its values, not where it has one), so a relation with one never holds everywhere."""
     diff = bounds.tight(expanded(r.lhs - r.rhs))
     if diff is None:
         return False, True
-    defined = all(bounds.nonzero(d) for d in r.divisors)
+    defined = not r.has_floats and all(bounds.nonzero(d) for d in r.divisors)
     return defined and _ALWAYS[r.op](diff), _NEVER[r.op](diff)
 
 
 def box_truth(f: F.Formula, bounds: Bounds) -> tuple[bool, bool]:
-    """(holds at every point of the box, holds at no point), with Python's left-to-right and/or."""
+    """(holds at every point of the box, holds at no point), in each connective's meaning."""
     if isinstance(f, F.Const):
         return f.value, not f.value
     if isinstance(f, F.Rel):
@@ -47,6 +49,8 @@ def box_truth(f: F.Formula, bounds: Bounds) -> tuple[bool, bool]:
     parts = [box_truth(a, bounds) for a in f.args]
     if isinstance(f, F.And):
         return all(p[0] for p in parts), any(p[1] for p in parts)
+    if not f.ordered:               # sympy's ``Or`` holds wherever one of its operands does
+        return any(p[0] for p in parts), all(p[1] for p in parts)
     # ``a or b`` holds everywhere if ``b`` does and ``a`` never raises (Python evaluates ``a`` first)
     always = False
     for a, (holds_all, _) in zip(f.args, parts):
@@ -59,7 +63,7 @@ def box_truth(f: F.Formula, bounds: Bounds) -> tuple[bool, bool]:
 
 
 def _defined_everywhere(f: F.Formula, bounds: Bounds) -> bool:
-    return all(bounds.nonzero(d) for r in F.relations(f) for d in r.divisors)
+    return all(not r.has_floats and all(bounds.nonzero(d) for d in r.divisors) for r in F.relations(f))
 
 
 def _linear_parts(diff: sympy.Expr) -> list[tuple[Symbol, int, sympy.Expr]]:
@@ -130,6 +134,7 @@ def _conjuncts(f: F.Formula):
 
 class IntervalStrategy(Strategy):
     name = "interval"
+    decides_floats = True       # float nodes bounded loosely, and never taken to be defined
 
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
         ranges = tighten(problem.ranges, problem.facts)

@@ -11,6 +11,8 @@ z3         its SMT encoding from encoded arguments (``sign``: the divisor's sign
 torch      torch's sympy form (``T`` is ``tracer.torch_internals``; the solver never imports torch)
 text       the engine's printed text (what ``parse`` reads back)
 code       Python code for torch's input checks (``guard_code``)
+defined    Python code that is true where ``code`` does not raise, given code of arguments that do not
+           (empty: it never raises)
 names      how guard text and torch's sympy spell it (the parser's and the bridge's table)
 ========== =================================================================
 
@@ -21,6 +23,20 @@ so adding a node kind is adding a row, and ``tests/test_nodes.py`` checks
 every column of every row against ``python`` on random inputs.  Columns a
 kind cannot have say why (``Unmodelled``): floats are decided by enumeration
 only, so Z3 has no float encoding.
+
+Conditions join relations with connectives (``formula.py``), whose spellings mean:
+
+=============================================== ==============================================
+``a and b``, ``a or b`` (Python)                 left to right, as Python evaluates: an operand
+                                                 that raises before one decides makes it undefined
+``And(a, b)``, ``Or(a, b)``, ``a & b``,          sympy's: order-independent, Kleene's strong
+``a | b`` (sympy; torch's guards)                logic: ``Or`` true where any operand is true,
+                                                 false where all are false, else undefined;
+                                                 ``Or(x, True)`` is ``True``; ``And`` dually
+``not a``, ``~a``, ``Not(a)``, ``sym_not(a)``    swaps true and false (undefined stays undefined)
+``a < b < c``                                    Python's ``a < b and b < c``
+``(a) == (b)``, ``Eq(a, b)`` on conditions       both evaluated: undefined where either is
+=============================================== ==============================================
 
 Integer nodes mean what the Python operator means on ints:
 ``FloorDiv(-7, 2) == -4``, ``Mod(-7, 2) == 1``, ``Mod(7, -2) == -1``; division
@@ -88,6 +104,11 @@ class Unmodelled:
         raise TypeError(f"not modelled: {self.why}")
 
 
+def _never_raises(*args: str) -> str:
+    """The ``defined`` column of a node whose Python code raises nowhere its arguments' does not."""
+    return ""
+
+
 @dataclass(frozen=True)
 class Row:
     cls: type
@@ -105,6 +126,7 @@ class Row:
     rounding: Rounding | None = None
     exact_ints_below: float = 2.0 ** 62   # numpy agrees with Python on int operands below this magnitude
     quotient_node: type | None = None     # rounding of an exact quotient a/b as an integer node
+    defined: Callable[..., str] = _never_raises
 
     @property
     def is_float(self) -> bool:
@@ -356,7 +378,7 @@ class FloatEq(_Comparison):
 
 
 class Defined(_Wrapper):
-    pass
+    marks_definedness = True            # formula_str prints a relation's ``Defined(w)`` as ``0*(w)``
 
 
 # ---------------------------------------------------------------------------------------------
@@ -448,6 +470,16 @@ def _z3_power(sign: int, base, k):
     return z3.Product([base] * n) if n > 0 else z3.IntVal(1, base.ctx)
 
 
+# ``float(n)`` and the int quotient ``a / b`` raise OverflowError from this magnitude on: the largest double
+# is 2**1024 - 2**971, and the halfway point to 2**1024 rounds (to even) up to it
+DOUBLE_OVERFLOW = 2 ** 1024 - 2 ** 970
+_DOUBLE_OVERFLOW = "(2**1024 - 2**970)"
+
+
+def _nonzero_divisor(a: str, b: str) -> str:
+    return f"{b} != 0"
+
+
 def _trunc_code(a: str, b: str) -> str:
     # ``int(a / b)`` would round through a double
     return f"((abs({a}) // abs({b})) if (({a} >= 0) == ({b} > 0)) else (-(abs({a}) // abs({b}))))"
@@ -463,15 +495,20 @@ def _float_binary(cls, op: str, numpy_op, torch_form, names=(), divisor=None) ->
     """A binary float operation: Python's operator on doubles."""
     python = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
               "/": lambda a, b: a / b, "//": lambda a, b: a // b, "%": lambda a, b: a % b}[op]
+    if cls is IntTrueDiv:
+        defined = lambda a, b: f"{b} != 0 and abs({a}) < abs({b}) * {_DOUBLE_OVERFLOW}"      # noqa: E731
+    else:       # float arithmetic overflows to inf (no exception); a float divisor of 0.0 raises
+        defined = _nonzero_divisor if divisor is not None else _never_raises
     return Row(cls, Kind.TRUE_DIV if cls is IntTrueDiv else Kind.FLOAT, python, numpy_op, _FLOAT_BOUND,
                _NO_FLOAT_Z3, torch_form, _infix(op), lambda a, b: f"({a} {op} {b})", names, divisor, op,
-               exact_ints_below=2.0 ** 53 if cls is IntTrueDiv else 2.0 ** 62)
+               exact_ints_below=2.0 ** 53 if cls is IntTrueDiv else 2.0 ** 62, defined=defined)
 
 
 def _rounding(cls, kind: Rounding, function: str, python, numpy_op, torch_name: str, names, quotient) -> Row:
     return Row(cls, Kind.ROUNDING, python, numpy_op, lambda a: I.EVERYTHING, _NO_FLOAT_Z3,
                lambda T, a: getattr(T, torch_name)(a), _call(function, "bare"), lambda a: f"{function}({a})",
-               names, rounding=kind, quotient_node=quotient)
+               names, rounding=kind, quotient_node=quotient,
+               defined=lambda a: f"math.isfinite({a})")      # inf: OverflowError, nan: ValueError
 
 
 def _comparison(cls, op: str, python, numpy_op, torch_relation) -> Row:
@@ -494,16 +531,17 @@ _ROWS = [
     # -- integer division -----------------------------------------------------------------------
     Row(FloorDiv, Kind.DIVISION, lambda a, b: a // b, lambda a, b: a // b, I.floordiv, _z3_floordiv,
         lambda T, a, b: T.FloorDiv(a, b), _infix("//", "operand"), lambda a, b: f"({a} // {b})",
-        ("FloorDiv", "CleanDiv", "IntFloorDiv", "floordiv"), divisor=1, infix="//"),
+        ("FloorDiv", "CleanDiv", "IntFloorDiv", "floordiv"), divisor=1, infix="//",
+        defined=_nonzero_divisor),
     Row(Mod, Kind.DIVISION, lambda a, b: a % b, lambda a, b: a % b, I.mod, _z3_mod,
         lambda T, a, b: T.PythonMod(a, b), _infix("%", "operand"), lambda a, b: f"({a} % {b})",
-        ("Mod", "PythonMod"), divisor=1, infix="%"),
+        ("Mod", "PythonMod"), divisor=1, infix="%", defined=_nonzero_divisor),
     Row(CeilDiv, Kind.DIVISION, lambda a, b: -((-a) // b), lambda a, b: -((-a) // b), I.ceildiv,
         lambda sign, a, b: -_z3_floordiv(sign, -a, b), lambda T, a, b: -T.FloorDiv(-a, b), _call("CeilDiv"),
-        lambda a, b: f"(-((-{a}) // {b}))", ("CeilDiv",), divisor=1),
+        lambda a, b: f"(-((-{a}) // {b}))", ("CeilDiv",), divisor=1, defined=_nonzero_divisor),
     Row(TruncDiv, Kind.DIVISION, trunc_div, _np_trunc_div, I.truncdiv, _z3_truncdiv,
         lambda T, a, b: T.TruncToInt(T.IntTrueDiv(a, b)), _call("TruncDiv"), _trunc_code, ("TruncDiv",),
-        divisor=1),
+        divisor=1, defined=_nonzero_divisor),
     # -- choice -----------------------------------------------------------------------------------
     Row(Min, Kind.CHOICE, lambda *xs: min(xs), lambda *xs: np.minimum.reduce(np.broadcast_arrays(*xs)),
         I.minimum,
@@ -518,7 +556,8 @@ _ROWS = [
         lambda T, v: sympy.Float(v), lambda p, n: repr(n.value), lambda v: f"({v!r})"),
     Row(ToFloat, Kind.TO_FLOAT, float, lambda a: np.asarray(a).astype(np.float64), _FLOAT_BOUND, _NO_FLOAT_Z3,
         lambda T, a: T.ToFloat(a), _call("float"), lambda a: f"float({a})",
-        ("float", "ToFloat", "sym_float", "torch.sym_float")),
+        ("float", "ToFloat", "sym_float", "torch.sym_float"),
+        defined=lambda a: f"abs({a}) < {_DOUBLE_OVERFLOW}"),
     _float_binary(IntTrueDiv, "/", np.true_divide, lambda T, a, b: T.IntTrueDiv(a, b),
                   ("IntTrueDiv", "FloatTrueDiv"), divisor=1),
     _float_binary(FAdd, "+", np.add, lambda T, a, b: sympy.Add(a, b)),

@@ -128,4 +128,4 @@ class Normalizer:
         if isinstance(f, F.Rel):
             divs = frozenset(self(d) for d in f.divisors)
             return F.rel(f.op, self(expanded(f.lhs - f.rhs)), Integer(0), divs)
-        return (F.conj if isinstance(f, F.And) else F.disj)(*(self.formula(a) for a in f.args))
+        return F.rebuilt(f, (self.formula(a) for a in f.args))

@@ -10,7 +10,8 @@
 Nothing is evaluated: the text is tokenized and read by a recursive-descent
 parser for a small Python-like grammar (Python's precedence, chained
 comparisons, ``and``/``or``/``not``; ``&``/``|``/``~`` on conditions as sympy
-prints them), and names resolve against a fixed table of functions.  Anything
+prints them, with sympy's meaning: ``nodes.py`` lists each connective's), and
+names resolve against a fixed table of functions.  Anything
 else is a ``ParseError`` that names the position and what was expected:
 bitwise operators on integers, a condition compared with an integer, digits
 outside ASCII.  Input size, nesting depth, literal size and the size of the
@@ -24,6 +25,7 @@ meaning (``floats.py``).
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Callable, cast
@@ -200,6 +202,11 @@ def _pow(p: "_Parser", args, pos):
     return p.power(args[0], args[1], pos)
 
 
+# sympy's And and Or (also spelled ``&`` and ``|``): order-independent, absorbing (``formula``)
+_SYMPY_AND = functools.partial(F.conj, ordered=False)
+_SYMPY_OR = functools.partial(F.disj, ordered=False)
+
+
 def _connective(join) -> Callable:
     return lambda p, args, pos: join(*(p.condition(v, pos) for v in args))
 
@@ -220,8 +227,8 @@ _FUNCTIONS: dict[str, tuple[int | None, Callable]] = {
        [("Eq", "=="), ("Ne", "!="), ("Lt", "<"), ("Le", "<="), ("Gt", ">"), ("Ge", ">="),
         ("StrictLessThan", "<"), ("LessThan", "<="), ("StrictGreaterThan", ">"), ("GreaterThan", ">="),
         ("Equality", "=="), ("Unequality", "!=")]},
-    "And": (None, _connective(F.conj)),
-    "Or": (None, _connective(F.disj)),
+    "And": (None, _connective(_SYMPY_AND)),
+    "Or": (None, _connective(_SYMPY_OR)),
     "Not": (1, lambda p, args, pos: F.neg(p.condition(args[0], pos))),
     "sym_not": (1, lambda p, args, pos: F.neg(p.condition(args[0], pos))),
     "torch.sym_not": (1, lambda p, args, pos: F.neg(p.condition(args[0], pos))),
@@ -329,16 +336,17 @@ class _Parser:
             return left
         return F.conj(*steps)
 
-    # ``&``, ``|`` and ``~`` are how sympy prints And, Or and Not; on integers Python reads them
-    # bitwise, which this grammar does not model, so they are refused there.
+    # ``&``, ``|`` and ``~`` are how sympy prints And, Or and Not, and they mean what sympy's do; on integers
+    # Python reads them bitwise, which this grammar does not model, so they are refused there.
     def bitwise_or(self):
         value = self.bitwise_and()
-        return self._joined(value, "|", self.bitwise_and, F.disj,
+        return self._joined(value, "|", self.bitwise_and, _SYMPY_OR,
                             self._operand_of("|")) if self.at("|") else value
 
     def bitwise_and(self):
         value = self.arith()
-        return self._joined(value, "&", self.arith, F.conj, self._operand_of("&")) if self.at("&") else value
+        return self._joined(value, "&", self.arith, _SYMPY_AND,
+                            self._operand_of("&")) if self.at("&") else value
 
     def _operand_of(self, op: str):
         return lambda value, pos: self.logical_operand(value, op, pos)

@@ -284,15 +284,19 @@ class RewriteStrategy(Strategy):
 
 
 class Simplified(Strategy):
-    """Run ``inner`` on the rewritten problem and map its counterexample back."""
+    """Run ``inner`` on the rewritten problem and map its counterexample back (a problem with float nodes,
+    which the rules do not rewrite, goes to ``inner`` as it is)."""
 
     def __init__(self, inner: Strategy, reductions: Reductions | None = None):
         self.inner = inner
         self.reductions = reductions
         self.name = f"rewrite+{inner.name}"
         self.open_ended = inner.open_ended
+        self.decides_floats = inner.decides_floats
 
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
+        if problem.has_floats:
+            return self.inner.decide(problem, deadline)
         try:
             red = reduce_problem(problem, deadline, self.reductions)
         except (OutOfTime, RecursionError):

@@ -67,11 +67,31 @@ def rule(node: type, pattern: str, result: str, condition: str = "", *,
 
 
 def _int_poly_coeffs_ok(q: Expr) -> bool:
-    """True when ``q`` is a polynomial with integer coefficients over its atoms."""
+    """True when ``q`` is a polynomial with integer coefficients over its atoms.
+
+    An expanded ``q`` is read term by term (``sympy.Poly`` over 250 atoms took 7 s and does not stop at a
+    deadline); a product of sums is left to ``sympy.Poly``.
+    """
     if not q.free_symbols:
         return q.is_Integer
+    for term in sympy.Add.make_args(q):
+        coeff, rest = term.as_coeff_Mul()
+        if not coeff.is_Integer:
+            return False
+        for factor in sympy.Mul.make_args(rest):
+            if isinstance(factor, sympy.Add) or factor.is_Number:
+                return _poly_coeffs_ok(q)
+            if isinstance(factor, sympy.Pow) and not (factor.exp.is_Integer and factor.exp >= 0):
+                return False            # 1/x: not a polynomial over its atoms
+    return True
+
+
+def _poly_coeffs_ok(q: Expr) -> bool:
+    gens = _generators(q)
+    if len(gens) > MAX_GENERATORS:
+        return False
     try:
-        return all(c.is_Integer for c in sympy.Poly(q, *_generators(q)).coeffs())
+        return all(c.is_Integer for c in sympy.Poly(q, *gens).coeffs())
     except sympy.PolynomialError:  # not a polynomial over its atoms (e.g. 1/x appeared)
         return False
 
@@ -133,6 +153,9 @@ def split_multiples(a: Expr, b: Expr) -> tuple[Expr, Expr]:
 
 
 MAX_DIVISION_WORK = 2000    # terms of the dividend times terms of the divisor that _divide takes on
+# atoms sympy's dense polynomials take on: each operation walks a level per atom, and does not stop at a
+# deadline (a sum of 250 floor divisions made into a Poly took 7 s)
+MAX_GENERATORS = 32
 
 
 def _divide(a: Expr, b: Expr) -> tuple[Optional[Expr], Optional[Expr]]:
@@ -146,7 +169,7 @@ def _divide(a: Expr, b: Expr) -> tuple[Optional[Expr], Optional[Expr]]:
     if len(sympy.Add.make_args(a)) * len(sympy.Add.make_args(b)) > MAX_DIVISION_WORK:
         return None, None          # sympy.reduced does not stop at a deadline: 495 by 495 terms took 4 s
     gens = _generators(a + b)
-    if not gens:
+    if not gens or len(gens) > MAX_GENERATORS:
         return None, None
     try:
         quotients, r = sympy.reduced(a, [b], *gens)

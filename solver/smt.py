@@ -12,53 +12,75 @@ which equals Python's floor division whenever the divisor is positive, so:
 * an unknown sign gets ``If(b > 0, ...)`` over both.
 
 SMT-LIB ``x div 0`` is an unconstrained value, so each relation carries
-``b != 0`` for its divisors (see ``formula``); ``or`` is encoded left to right as Python evaluates it.
+``b != 0`` for its divisors (see ``formula``); Python's ``or`` is encoded left to right as it
+evaluates, sympy's ``Or`` as any operand holding.
 Interval bounds of division nodes are added as hints, guarded by every divisor
 within the node being nonzero, so they never constrain those free values.  Z3
 runs under a deterministic ``rlimit`` and a wall-clock timeout; running out is
-UNKNOWN, never a verdict.
+UNKNOWN, never a verdict.  It does not always stop at either (a sum of 199
+floor divisions ran 7 s under a 0.5 s timeout), so it runs in a helper process
+that is ended when it overruns (``z3_process``); the question goes there as
+SMT-LIB text.
+
+Float nodes have no encoding: each integer-valued float node (``math.floor`` of
+a float, a float comparison) is a free integer within its interval, and whether
+it evaluates is a free boolean that every relation reading it requires.  What
+Python computes is one assignment of those, so a proof holds; a model is a
+counterexample only if Python says so at its point (else the answer is unknown).
 """
 from __future__ import annotations
+
+import threading
 
 import sympy
 import z3
 from sympy import Expr, Symbol
 
 from . import formula as F
+from . import z3_process
 from .bounds import Bounds, INF
-from .problem import Deadline, Problem
-from .strategy import Outcome, Strategy, proven, refuted, unknown
-from .nodes import iter_nodes, row_of
+from .nodes import FLOAT_WRAPPERS, Defined, iter_nodes, row_of
+from .problem import Deadline, OutOfTime, Problem
+from .strategy import Outcome, Strategy, check_counterexample, proven, refuted, unknown
 from .terms import divisors
 
 __all__ = ["Z3Strategy", "Encoder"]
 
-def _context() -> z3.Context:
-    """A fresh Z3 context for every query.
+_writing = threading.local()
 
-    Measured: in a shared context the same query was proven in 20 ms, then
-    timed out when asked again (learned state and the cumulative ``rlimit``
-    counter carry over), so verdicts depended on the queries before them.  A
-    fresh context costs about 3 ms and makes every verdict a function of the
-    query alone, which replaying a query log relies on; it also keeps Z3's
-    non-thread-safe contexts private to one call.
+
+def _context() -> z3.Context:
+    """This thread's Z3 context for writing questions (Z3's contexts are not thread-safe).
+
+    Questions are only written here; each is solved in a fresh context of the
+    helper process (``z3_server``).  Measured: in a shared context the same
+    query was proven in 20 ms, then timed out when asked again (learned state
+    and the cumulative ``rlimit`` counter carry over), so verdicts depended on
+    the queries before them; a fresh context makes every verdict a function of
+    the query alone, which replaying a query log relies on.  Writing needs no
+    fresh one, and making one costs 3-6 ms.
     """
-    return z3.Context()
+    ctx = getattr(_writing, "ctx", None)
+    if ctx is None:
+        ctx = _writing.ctx = z3.Context()
+    return ctx
 
 
 class Encoder:
     """Translates terms and formulas into Z3 expressions in one context."""
 
-    def __init__(self, ctx: z3.Context, bounds: Bounds):
+    def __init__(self, ctx: z3.Context, bounds: Bounds, deadline: Deadline | None = None):
         self.ctx = ctx
         self.bounds = bounds
+        self.deadline = deadline
         self.vars: dict[Symbol, z3.ArithRef] = {}
         self.memo: dict[Expr, z3.ArithRef] = {}
         self.hints: list[z3.BoolRef] = []
+        self.evaluates: dict[Expr, z3.BoolRef] = {}     # float node -> whether it evaluates (free)
 
     def var(self, sym: Symbol) -> z3.ArithRef:
-        if sym not in self.vars:
-            self.vars[sym] = z3.Int(sym.name, self.ctx)
+        if sym not in self.vars:        # numbered: a symbol's name may be any source path
+            self.vars[sym] = z3.Int(f"s{len(self.vars)}", self.ctx)
         return self.vars[sym]
 
     def term(self, t: Expr) -> z3.ArithRef:
@@ -66,6 +88,8 @@ class Encoder:
             return z3.IntVal(int(t), self.ctx)
         cached = self.memo.get(t)
         if cached is None:
+            if self.deadline is not None:
+                self.deadline.check()          # raises OutOfTime: a large term takes long to write
             cached = self.memo[t] = self._term(t)
         return cached
 
@@ -81,6 +105,8 @@ class Encoder:
         """The row's ``z3`` column over encoded arguments, with an interval hint for division nodes."""
         if isinstance(t, Symbol):
             return self.var(t)
+        if isinstance(t, FLOAT_WRAPPERS):
+            return self._float_node(t)
         row = row_of(t)
         args = [self.term(a) for a in t.args]
         sign = self._sign(t.args[row.divisor]) if row.divisor is not None else 0
@@ -88,6 +114,36 @@ class Encoder:
         if row.divisor is not None:
             self._hint(t, out)
         return out
+
+    def _float_node(self, t: Expr) -> z3.ArithRef:
+        """A free integer within ``t``'s interval (whatever it is where ``t`` raises: every relation that
+        reads it requires ``evaluates[t]`` too)."""
+        n = len(self.evaluates)
+        self.evaluates[t] = z3.Bool(f"d{n}", self.ctx)
+        value = z3.Int(f"w{n}", self.ctx)
+        bound = self.bounds(t)
+        if bound is not None and bound.lo != -INF:
+            self.hints.append(value >= int(bound.lo))
+        if bound is not None and bound.hi != INF:
+            self.hints.append(value <= int(bound.hi))
+        return value
+
+    def _defined(self, r: F.Rel) -> list[z3.BoolRef]:
+        """Where ``r`` evaluates: its divisors nonzero, and each float node it reads evaluating."""
+        found = [self.term(d) != 0 for d in sorted(r.divisors, key=sympy.default_sort_key)
+                 if not isinstance(d, Defined)]
+        nodes: list[Expr] = []
+        stack = [r.lhs, r.rhs, *(d.args[0] if isinstance(d, Defined) else d for d in r.divisors)]
+        while stack:                   # the float nodes outside float nodes (each evaluates its inner ones)
+            node = stack.pop()
+            if isinstance(node, FLOAT_WRAPPERS):
+                nodes.append(node)
+            elif not isinstance(node, Symbol):
+                stack.extend(node.args)
+        for node in dict.fromkeys(nodes):
+            self.term(node)
+            found.append(self.evaluates[node])
+        return found
 
     def _hint(self, t: Expr, encoded) -> None:
         """``t``'s interval as a hint, where every divisor in ``t`` is nonzero: the interval assumes the
@@ -114,11 +170,12 @@ class Encoder:
             lhs, rhs = self.term(f.lhs), self.term(f.rhs)
             compare = {"==": lhs == rhs, "!=": lhs != rhs, "<": lhs < rhs, "<=": lhs <= rhs,
                        ">": lhs > rhs, ">=": lhs >= rhs}[f.op]
-            defined = [self.term(d) != 0 for d in sorted(f.divisors, key=sympy.default_sort_key)]
+            defined = self._defined(f)
             return z3.And(*defined, compare) if defined else compare
         parts = [self.holds(a) for a in f.args]
-        if isinstance(f, F.And):
-            return z3.And(*parts)
+        # all operands hold: the meaning of either ``and``; one holds: sympy's ``Or``
+        if isinstance(f, F.And) or not f.ordered:
+            return (z3.And if isinstance(f, F.And) else z3.Or)(*parts)
         # Python's ``or``: an operand counts only where every earlier one is defined and false
         options: list[z3.BoolRef] = []
         earlier_false: list[z3.BoolRef] = []
@@ -148,6 +205,7 @@ class Z3Strategy(Strategy):
 
     name = "z3"
     open_ended = True
+    decides_floats = True       # float nodes as free values: proofs hold, models are checked in Python
 
     def __init__(self, rlimit: int = 2_000_000, logic: str | None = "QF_NIA"):
         self.rlimit = rlimit
@@ -156,12 +214,28 @@ class Z3Strategy(Strategy):
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
         if _highest_power(problem) > MAX_POWER:
             return unknown(f"a power above {MAX_POWER}: Z3 does not stop on time in such arithmetic")
-        ctx = _context()
-        enc = Encoder(ctx, Bounds(problem.ranges))
-        solver = z3.SolverFor(self.logic, ctx=ctx) if self.logic else z3.Solver(ctx=ctx)
-        timeout_ms = max(1, int(min(deadline.remaining(), 2 ** 31 / 1000) * 1000))   # Z3 takes an unsigned
-        solver.set("timeout", timeout_ms)
-        solver.set("rlimit", self.rlimit)
+        try:
+            question, enc = self._question(problem, deadline)
+        except OutOfTime:
+            return unknown("out of time while writing the question for Z3")
+        names = {sym: str(enc.var(sym)) for sym in problem.symbols}
+        answer = z3_process.check(question, list(names.values()), deadline.remaining(), self.rlimit,
+                                  self.logic)
+        if answer.result == "unsat":
+            return proven("Z3: no point in range satisfies the facts and violates the goal")
+        if answer.result == "sat":
+            point = {sym: int(answer.model[name]) for sym, name in names.items()}
+            if enc.evaluates and check_counterexample(problem, point) is not None:
+                return unknown("Z3 found a model of the question with float nodes as free values, and Python "
+                               "evaluates them otherwise there")
+            return refuted(point, "Z3 found a model")
+        return unknown(f"Z3 gave up: {answer.reason}")
+
+    @staticmethod
+    def _question(problem: Problem, deadline: Deadline) -> tuple[str, Encoder]:
+        """The question as SMT-LIB text: a point of the box where the facts hold and the goal does not."""
+        enc = Encoder(_context(), Bounds(problem.ranges), deadline)
+        solver = z3.Solver(ctx=enc.ctx)
         for sym in problem.symbols:
             lo, hi = problem.ranges[sym]
             v = enc.var(sym)
@@ -173,14 +247,4 @@ class Z3Strategy(Strategy):
             solver.add(enc.holds(fact))
         solver.add(z3.Not(enc.holds(problem.goal)))
         solver.add(*enc.hints)
-        result = solver.check()
-        if result == z3.unsat:
-            return proven("Z3: no point in range satisfies the facts and violates the goal")
-        if result == z3.sat:
-            model = solver.model()
-            point = {}
-            for sym in problem.symbols:
-                value = model.eval(enc.var(sym), model_completion=True)
-                point[sym] = value.as_long()
-            return refuted(point, "Z3 found a model")
-        return unknown(f"Z3 gave up: {solver.reason_unknown()}")
+        return solver.sexpr(), enc

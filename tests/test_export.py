@@ -177,3 +177,17 @@ def test_the_objects_alive_before_an_export_are_frozen_out_of_collections_during
         assert seen and all(abs(count - frozen) < 100 for count in seen + [gc.get_freeze_count()])
     finally:
         gc.unfreeze()
+
+
+@pytest.mark.parametrize("make", [lambda: (lambda x: x + 1), lambda: torch.nn.Linear, lambda: "not a module",
+                                  lambda: None, lambda: torch.jit.script(torch.nn.Linear(2, 2))],
+                         ids=["function", "class", "string", "none", "script_module"])
+def test_what_is_not_a_module_raises_what_torch_export_raises(make):
+    """A drop-in raises what torch.export.export raises, before any work (a function raised AttributeError
+    from deep in the tracer)."""
+    mod, args, spec = make(), (torch.ones(2, 2),), {"x": {0: torch.export.Dim("B")}}
+    with pytest.raises(Exception) as torch_error:
+        torch.export.export(mod, args, dynamic_shapes=spec)
+    with pytest.raises(type(torch_error.value)) as ours:
+        shapeproof.export(mod, args, dynamic_shapes=spec)
+    assert str(ours.value) == str(torch_error.value)

@@ -26,3 +26,13 @@ def test_the_oracle_is_pythons_own_meaning():
     assert not oracle_holds(compile_guard("x // y == 1 or y == 0"), {"x": 1, "y": 0})
     assert oracle_holds(compile_guard("y == 0 or x // y == 1"), {"x": 1, "y": 0})
     assert oracle_holds(compile_guard("TruncDiv(-7, 2) == -3 and CeilDiv(-7, 2) == -3"), {})
+
+
+def test_the_oracle_reads_sympys_connectives_in_any_order():
+    for text in ("Or(x // y == 1, y == 0)", "Or(y == 0, x // y == 1)", "(x // y == 1) | (y == 0)",
+                 "(y == 0) | (x // y == 1)", "Or(x // y == 1, True)", "Not(And(x // y == 1, False))"):
+        assert oracle_holds(compile_guard(text), {"x": 1, "y": 0}), text
+    for text in ("Or(x // y == 1, y == 1)", "And(x // y == 1, True)", "~(x // y == 1)",
+                 "(x // y == 1) & True"):
+        assert not oracle_holds(compile_guard(text), {"x": 1, "y": 0}), text         # undefined there
+    assert not oracle_holds(compile_guard("(x // y == 1) or True"), {"x": 1, "y": 0})  # Python's or raises

@@ -20,7 +20,7 @@ from shapeproof.solver.nodes import TABLE, Kind, Row, Unmodelled
 from shapeproof.solver.parse import parse_condition, parse_term
 from shapeproof.solver.terms import symbol, term_str
 
-COLUMNS = ("python", "numpy", "interval", "z3", "torch", "text", "code")
+COLUMNS = ("python", "numpy", "interval", "z3", "torch", "text", "code", "defined")
 ROWS = sorted(TABLE.values(), key=lambda r: r.cls.__name__)
 IDS = [r.cls.__name__ for r in ROWS]
 FLOAT_ARGS = {Kind.FLOAT, Kind.ROUNDING, Kind.COMPARISON}
@@ -164,6 +164,35 @@ def test_text_and_guard_code_read_back_to_python(row):
         except (ZeroDivisionError, OverflowError, ValueError):
             value = None
         assert value == expected, (row.cls.__name__, code)
+
+
+_OVERFLOW = 2 ** 1024 - 2 ** 970          # float() of an int raises from here on
+_EDGES = {int: [0, 1, -1, _OVERFLOW, _OVERFLOW - 1, -_OVERFLOW, 3 * 2 ** 1100],
+          float: [0.0, -0.0, 1.5, -2.0, math.inf, -math.inf, math.nan, 1e308]}
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r.kind is not Kind.FLOAT_CONST],
+                         ids=[r.cls.__name__ for r in ROWS if r.kind is not Kind.FLOAT_CONST])
+def test_defined_is_true_exactly_where_python_does_not_raise(row):
+    """The ``defined`` column, over random arguments and the edges where Python raises (a zero divisor,
+    ``float`` past the largest double, rounding inf or nan)."""
+    rng = random.Random(row.cls.__name__)
+    kind = float if row.kind in FLOAT_ARGS else int
+    cases = [_args(row, rng) for _ in range(100)]
+    for _ in range(300):
+        args = _args(row, rng)
+        cases.append([rng.choice(_EDGES[kind]) if rng.random() < 0.6 else a for a in args])
+    if row.cls is sympy.Pow:
+        cases = [[a[0], abs(int(a[1])) % 4] for a in cases if isinstance(a[0], int)]
+    names = [f"a{i}" for i in range(4)]
+    raised = 0
+    for args in cases:
+        env = dict(zip(names, args))
+        check = row.defined(*names[:len(args)])
+        defined = bool(eval(check, {"math": math}, env)) if check else True
+        raised += not defined
+        assert defined == (_python(row, args) is not None), (row.cls.__name__, args, check)
+    assert raised or row.defined(*names[:2]) == "", row.cls.__name__       # the edges reached a raise
 
 
 @pytest.mark.parametrize("row", [r for r in ROWS if r.names], ids=[r.cls.__name__ for r in ROWS if r.names])

@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import pickle
+import tracemalloc
 import zipfile
 from pathlib import Path
 
@@ -239,6 +240,43 @@ def test_a_bomb_inside_a_member_is_refused(package, tmp_path):
     crafted.write_bytes(_zip(outer))
     with pytest.raises(PackageError, match="zip bomb"):
         load_split(crafted)
+
+
+def _claiming(path: Path, name: str, size: int) -> None:
+    """Patch both headers of the entry ``name`` (the local one and the central directory's) to say it
+    unpacks to ``size`` bytes."""
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo(name)
+        central = data.rfind(b"PK\x01\x02", 0, data.rfind(b"PK\x05\x06"))
+        while data[central + 46:central + 46 + len(name)] != name.encode():      # this entry's record
+            central = data.rfind(b"PK\x01\x02", 0, central)
+    data[info.header_offset + 22:info.header_offset + 26] = size.to_bytes(4, "little")
+    data[central + 24:central + 28] = size.to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+
+
+def test_an_entry_is_inflated_no_further_than_its_header_claims(package, tmp_path):
+    """64 MiB of spaces deflate to 64 KiB; with both size headers saying 500, the entry passes the size
+    checks, and reading it inflated all 64 MiB (up to 1 GiB) before cutting it to 500 bytes."""
+    entries = _entries(package)
+    crafted = tmp_path / "crafted.zip"
+    with zipfile.ZipFile(crafted, "w") as zf:
+        for name, data in entries.items():
+            if name == "manifest.json":
+                zf.writestr(name, b" " * (64 << 20), compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+            else:
+                zf.writestr(name, data)
+    _claiming(crafted, "manifest.json", 500)
+    assert crafted.stat().st_size < package.stat().st_size + (1 << 20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(PackageError, match="manifest.json"):
+            load_split(crafted)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, peak
 
 
 def _manifest(package: Path, out: Path, edit) -> Path:

@@ -114,6 +114,22 @@ def test_errors_http_server_answers_itself_are_json_too(server, raw, status):
     assert json.loads(answer)["status"] == status
 
 
+def test_a_body_shorter_than_its_content_length_is_an_incomplete_message(server):
+    """RFC 9112 6.3: a body that ends (the client closed its side) before its Content-Length is an
+    incomplete message, answered 400 and never processed (it was answered 200 proven)."""
+    body = json.dumps({"goal": "T > 0", "ranges": {"T": [1, 5]}}).encode()
+    with socket.create_connection(("127.0.0.1", server), timeout=10) as sock:
+        sock.sendall(b"POST /prove HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 1000\r\n\r\n" + body)
+        sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    assert head.split(b" ")[1] == b"400", answer
+    assert json.loads(payload)["status"] == 400 and "Content-Length" in json.loads(payload)["error"]
+
+
 @pytest.mark.parametrize("body, raw", [
     ({"goal": "T > 0", "strategy": []}, None),
     ({"goal": "T > 0", "strategy": {}}, None),

@@ -35,7 +35,9 @@ terms = st.recursive(leaves, _node, max_leaves=6).map(lambda t: t if not isinsta
 relations = st.tuples(st.sampled_from(["==", "!=", "<", "<=", ">", ">="]), terms,
                       terms).map(lambda t: rel(*t))
 formulas = st.recursive(relations, lambda c: st.one_of(
-    st.tuples(c, c).map(lambda t: conj(*t)), st.tuples(c, c).map(lambda t: disj(*t)), c.map(neg)),
+    st.tuples(c, c).map(lambda t: conj(*t)), st.tuples(c, c).map(lambda t: disj(*t)), c.map(neg),
+    st.tuples(c, c).map(lambda t: conj(*t, ordered=False)),       # sympy's And and Or
+    st.tuples(c, c).map(lambda t: disj(*t, ordered=False))),
     max_leaves=3)
 boxes = st.lists(st.tuples(st.integers(-6, 6), st.integers(0, 7)), min_size=3, max_size=3).map(
     lambda spans: {s.name: (lo, lo + width) for s, (lo, width) in zip(SYMS, spans)})

@@ -122,10 +122,9 @@ class _Converter:
     def condition(self, e) -> S.Formula:
         if isinstance(e, BooleanAtom) or e in (sympy.true, sympy.false):
             return S.TRUE if bool(e) else S.FALSE
-        if isinstance(e, sympy.And):
-            return S.conj(*(self.condition(a) for a in e.args))
-        if isinstance(e, sympy.Or):
-            return S.disj(*(self.condition(a) for a in e.args))
+        if isinstance(e, (sympy.And, sympy.Or)):          # sympy's meaning: order-independent, absorbing
+            return (S.conj if isinstance(e, sympy.And) else S.disj)(*(self.condition(a) for a in e.args),
+                                                                     ordered=False)
         if isinstance(e, sympy.Not):
             return S.neg(self.condition(e.args[0]))
         op = _RELATIONS.get(type(e))
