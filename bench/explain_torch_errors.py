@@ -1,6 +1,6 @@
 """Explain every guard in torch's own error messages and check each verdict independently.
 
-    python -m bench.explain_torch_errors [--errors ../shared/corpus/torch_errors.jsonl]
+    python -m bench.explain_torch_errors [--errors bench/corpus/torch_errors.jsonl]
 
 For each message (JSONL with a ``message`` field) the guards are found and
 explained by ``shapeproof.shapes.torch_messages``.  Each verdict is then
@@ -22,8 +22,9 @@ from shapeproof.solver.evaluate import truth
 from shapeproof.solver.parse import parse_condition
 from shapeproof.solver.terms import symbol
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_ERRORS = REPO.parent / "shared" / "corpus" / "torch_errors.jsonl"
+from . import CORPUS
+
+DEFAULT_ERRORS = CORPUS / "torch_errors.jsonl"
 
 
 def check(found, explanation, scan: int, max_points: int = 2_000_000) -> str:
