@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-# what a wheel of the checkout does not contain (bench/ and tests/ are not packages of it)
+# what a wheel of the checkout does not contain (bench/, tests/ and docs/ are not packages of it)
 NOT_PACKAGED = shutil.ignore_patterns(".git", ".venv", "__pycache__", "build", "*.egg-info", ".hypothesis",
-                                      "bench", "tests")
+                                      "bench", "tests", "docs")
 
 
 def _run(*cmd, **kwargs) -> subprocess.CompletedProcess:
