@@ -31,7 +31,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PAGES = sorted((DOCS / "pages").rglob("*.md"))
+PAGES = sorted((DOCS / "pages").rglob("*.md")) + [ROOT / "README.md"]
 RUN = {"python", "pycon", "console"}
 SHOWN = {"sh", "text"}
 FENCE = re.compile(r"^```(?P<lang>[^\n`]*)\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
