@@ -3,7 +3,7 @@
     python -m bench.explain_torch_errors [--errors bench/corpus/torch_errors.jsonl]
 
 For each message (JSONL with a ``message`` field) the guards are found and
-explained by ``shapeproof.shapes.torch_messages``.  Each verdict is then
+explained by ``shapeproof.shapes.apps.torch_messages``.  Each verdict is then
 checked without the solver: a counterexample must lie in range and make the
 guard false (or undefined) in plain Python arithmetic; a proof is checked by
 enumerating the range (each symbol clipped to its first ``--scan`` values)
@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from shapeproof.shapes.torch_messages import explain_torch_error
+from shapeproof.shapes.apps.torch_messages import explain_torch_error
 from shapeproof.solver.evaluate import truth
 from shapeproof.solver.parse import parse_condition
 from shapeproof.solver.terms import symbol

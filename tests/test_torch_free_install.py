@@ -102,7 +102,7 @@ def test_export_without_torch_raises_an_import_error_naming_the_extra():
 @pytest.mark.slow
 def test_the_report_templates_are_installed(venv):
     code = ("from shapeproof.shapes import ShapeEnv, Source\n"
-            "from shapeproof.shapes.html_report import render_html\n"
+            "from shapeproof.shapes.apps.html_report import render_html\n"
             "env = ShapeEnv()\n"
             "t = env.create_backed_symbol(8, Source('x.size(1)', 'x', 1), declared=(2, 64), dim_name='T')\n"
             "env.evaluate(f'({t} % 4) != 0')\n"
