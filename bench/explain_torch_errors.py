@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from shapeproof.shapes.apps.torch_messages import explain_torch_error
+from shapeproof.shapes.apps import explain_torch_error
 from shapeproof.solver.evaluate import truth
 from shapeproof.solver.parse import parse_condition
 from shapeproof.solver.terms import symbol
