@@ -132,7 +132,7 @@ def _jsonl_messages(source: str, text: str) -> list[str]:
 
 
 def cmd_explain(args) -> int:
-    from shapeproof.shapes.torch_messages import explain_torch_error
+    from shapeproof.shapes.apps.torch_messages import explain_torch_error
 
     _check_strategy(args.strategy)
     results = [pair for text in _read_texts(args.source)
@@ -266,7 +266,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    from shapeproof.shapes.service import serve
+    from shapeproof.shapes.apps.service import serve
 
     try:
         serve(args.host, args.port)

@@ -1,11 +1,11 @@
 """Export every case of a registry with torch.export and with shapeproof, side by side.
 
-    python -m bench.case_runner [--registry ../shared/corpus/cases.py] [--exporters torch,shapeproof]
+    python -m bench.case_runner [--registry bench/corpus/cases.py] [--exporters torch,shapeproof]
                                 [--cases a,b] [--group hand|hf] [--jobs 2] [--timeout 300] [--out DIR]
                                 [--executor local|ray]
 
 A registry is a Python file with ``CASES[name].build() -> (model, args, dynamic_shapes)``
-(and optional ``alt_dims``), the format of ``../shared/corpus/cases.py``.  Each
+(and optional ``alt_dims``), the format of ``bench/corpus/cases.py`` (the default).  Each
 (case, exporter) runs in its own subprocess with a timeout.  For every program
 that exports, ``ep.module()`` is compared with eager PyTorch on the example and
 on at least five other inputs drawn from the declared ranges, both ends of
@@ -33,9 +33,10 @@ import traceback
 import warnings
 from pathlib import Path
 
+from . import CORPUS
 from .executors import EXECUTORS, REPO, run_jobs
 
-DEFAULT_REGISTRY = REPO.parent / "shared" / "corpus" / "cases.py"
+DEFAULT_REGISTRY = CORPUS / "cases.py"
 FIX_ROUNDS = 3
 EXPORTERS = ("torch", "shapeproof")      # also "split": shapeproof with split=True
 
@@ -48,6 +49,21 @@ def load_registry(path: Path) -> dict:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module.CASES
+
+
+def select(cases: dict, names: str, group: str) -> list[str]:
+    """The cases ``--cases a,b`` and ``--group g`` pick (all when neither is given), in registry order.
+
+    A name or group the registry does not have is an error naming what it has, not an empty run.
+    """
+    wanted = [n for n in names.split(",") if n]
+    unknown = [n for n in wanted if n not in cases]
+    if unknown:
+        raise SystemExit(f"no case {', '.join(unknown)} in the registry; it has: {', '.join(cases)}")
+    groups = sorted({c.group for c in cases.values()})
+    if group and group not in groups:
+        raise SystemExit(f"no group {group!r} in the registry; it has: {', '.join(groups)}")
+    return [n for n, c in cases.items() if (not wanted or n in wanted) and (not group or c.group == group)]
 
 
 def _dims(spec, args):
@@ -415,8 +431,7 @@ def main(argv=None) -> int:
                          default=str))
         return 0
     cases = load_registry(args.registry)
-    names = [n for n in cases if (not args.cases or n in args.cases.split(","))
-             and (not args.group or cases[n].group == args.group)]
+    names = select(cases, args.cases, args.group)
     exporters = args.exporters.split(",")
     rows = run_jobs(_one, [(n, e, args) for n in names for e in exporters], executor=args.executor,
                     workers=args.jobs, describe=lambda r: f"{r['case']} {r['exporter']}: {r['status']} "

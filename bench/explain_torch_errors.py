@@ -1,9 +1,9 @@
 """Explain every guard in torch's own error messages and check each verdict independently.
 
-    python -m bench.explain_torch_errors [--errors ../shared/corpus/torch_errors.jsonl]
+    python -m bench.explain_torch_errors [--errors bench/corpus/torch_errors.jsonl]
 
 For each message (JSONL with a ``message`` field) the guards are found and
-explained by ``shapeproof.shapes.torch_messages``.  Each verdict is then
+explained by ``shapeproof.shapes.apps.torch_messages``.  Each verdict is then
 checked without the solver: a counterexample must lie in range and make the
 guard false (or undefined) in plain Python arithmetic; a proof is checked by
 enumerating the range (each symbol clipped to its first ``--scan`` values)
@@ -17,13 +17,14 @@ import json
 import sys
 from pathlib import Path
 
-from shapeproof.shapes.torch_messages import explain_torch_error
+from shapeproof.shapes.apps import explain_torch_error
 from shapeproof.solver.evaluate import truth
 from shapeproof.solver.parse import parse_condition
 from shapeproof.solver.terms import symbol
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_ERRORS = REPO.parent / "shared" / "corpus" / "torch_errors.jsonl"
+from . import CORPUS
+
+DEFAULT_ERRORS = CORPUS / "torch_errors.jsonl"
 
 
 def check(found, explanation, scan: int, max_points: int = 2_000_000) -> str:

@@ -520,7 +520,7 @@ def _probe(model, outcomes, ranges, inputs, sizes, layout, problems) -> dict:
         problems.append(("narrower_acceptance",
                          f"at {where} torch's program runs, shapeproof's: {entry['shapeproof']}"))
     # without torch's program to compare with: a guard that rejects valid inputs inside the program's own
-    # ranges must at least be reported (README: every guard a program keeps is decided or reported)
+    # ranges must at least be reported (docs/pages/guide/bench.md: every kept guard is decided or reported)
     sp = outcomes["shapeproof"]
     if ("torch" not in ranges and "shapeproof" in ranges and status == "ok" and entry["shapeproof"] != "ok"
             and not isinstance(sizes, str) and not sp.warnings

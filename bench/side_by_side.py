@@ -1,6 +1,6 @@
 """torch.export and shapeproof.export timed in one process, on one machine state, case by case.
 
-    python -m bench.side_by_side --cases hf_swin,hf_swinv2 [--registry ../shared/corpus/cases.py]
+    python -m bench.side_by_side --cases hf_swin,hf_swinv2 [--registry bench/corpus/cases.py]
                                  [--split] [--order torch,shapeproof] [--rounds 2]
 
 ``case_runner`` runs each exporter in its own subprocess, so a loaded machine
@@ -17,7 +17,7 @@ import argparse
 import time
 import warnings
 
-from .case_runner import DEFAULT_REGISTRY, load_registry
+from .case_runner import DEFAULT_REGISTRY, load_registry, select
 
 
 def _timed(export) -> tuple[float, str]:
@@ -58,7 +58,7 @@ def main(argv=None) -> int:
     print("| case | round | torch.export | s | shapeproof" + (" split=True" if args.split else "")
           + " | s | ratio |")
     print("|---|---|---|---|---|---|---|")
-    for name in args.cases.split(","):
+    for name in select(cases, args.cases, ""):
         for k in range(1, args.rounds + 1):
             row = run(cases, name, args.order.split(","), args.split)
             (t, t_out), (s, s_out) = row["torch"], row["shapeproof"]

@@ -1,6 +1,6 @@
 """Every solver strategy on a guard corpus: correctness and time per guard.
 
-    python -m bench.solver_strategies [--guards ../shared/corpus/guards.jsonl] [--out bench/out/solver]
+    python -m bench.solver_strategies [--guards bench/corpus/guards.jsonl] [--out bench/out/solver]
 
 Each line of the corpus has the guard as Python text (``python``), the declared
 ranges and the ground truth from exhaustive enumeration (``holds``).  A verdict
@@ -23,7 +23,9 @@ from pathlib import Path
 from shapeproof.solver import STRATEGIES, holds, prove
 from shapeproof.solver.api import DEFAULT_TIMEOUT
 
-DEFAULT_GUARDS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "guards.jsonl"
+from . import CORPUS
+
+DEFAULT_GUARDS = CORPUS / "guards.jsonl"
 ORDER = ["interval", "rewrite", "enumerate", "z3", "cascade"]
 
 

@@ -1,6 +1,6 @@
 """Export time and peak memory, shapeproof.export against torch.export, side by side per case.
 
-    python -m bench.speed [--registry ../shared/corpus/cases.py] [--cases a,b] [--group hand|hf]
+    python -m bench.speed [--registry bench/corpus/cases.py] [--cases a,b] [--group hand|hf]
                           [--rounds 2] [--timeout 600] [--no-memory] [--out DIR]
 
 Time: one fresh interpreter per case runs ``torch.export.export(strict=False)``
@@ -34,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-from .case_runner import DEFAULT_REGISTRY, REPO, load_registry
+from .case_runner import DEFAULT_REGISTRY, REPO, load_registry, select
 
 FIELDS = ["case", "torch_s", "shapeproof_s", "ratio", "torch_status", "shapeproof_status", "traces",
           "queries", "solver_ms", "torch_mb", "shapeproof_mb", "memory_ratio"]
@@ -143,9 +143,7 @@ def main(argv=None) -> int:
         print(json.dumps({"mb": peak_memory(args.memory_one[0], args.registry, args.memory_one[1])}))
         return 0
 
-    cases = load_registry(args.registry)
-    names = [n for n in cases if (not args.cases or n in args.cases.split(","))
-             and (not args.group or cases[n].group == args.group)]
+    names = select(load_registry(args.registry), args.cases, args.group)
     rows = []
     for k, name in enumerate(names, 1):
         common = ["--registry", str(args.registry)]

@@ -1,11 +1,11 @@
 """Whole exports under every solver strategy, side by side with plain torch.export.
 
-    python -m bench [--registry bench/models.py] [--strategies interval,rewrite,z3,cascade,torch]
+    python -m bench [--registry bench/corpus/cases.py] [--strategies interval,rewrite,z3,cascade,torch]
                     [--cases a,b] [--group g] [--jobs 2] [--timeout 60] [--out bench/out/strategies]
                     [--executor local|ray]
 
-For every model of a registry (the format of ``../shared/corpus/cases.py``;
-default: the project's own set in ``bench/models.py``) the runner exports once
+For every model of a registry (default: the reference corpus, ``bench/corpus/cases.py``;
+``--registry bench/models.py`` runs the project's own set of real models) the runner exports once
 with ``torch.export.export(strict=False)`` and once with ``shapeproof.export``
 per strategy, each in its own subprocess with a timeout, ``--jobs`` at a time
 (a process pool: exports hold the GIL and torch's global state), or as Ray
@@ -27,10 +27,9 @@ import statistics
 import sys
 from pathlib import Path
 
-from .case_runner import REPO, _one, differential, load_registry
+from .case_runner import DEFAULT_REGISTRY, REPO, _one, differential, load_registry, select
 from .executors import EXECUTORS, run_jobs
 
-DEFAULT_REGISTRY = REPO / "bench" / "models.py"
 STRATEGIES = ("interval", "rewrite", "z3", "cascade", "torch")
 TORCH = "torch.export"
 
@@ -236,9 +235,7 @@ def main(argv=None) -> int:
         print(write(rows, [c for c in (TORCH, *STRATEGIES) if c in labels], args.out))
         return 0
 
-    cases = load_registry(args.registry)
-    names = [n for n in cases if (not args.cases or n in args.cases.split(","))
-             and (not args.group or cases[n].group == args.group)]
+    names = select(load_registry(args.registry), args.cases, args.group)
     strategies = [s for s in args.strategies.split(",") if s]
     columns = ([] if args.no_torch_export else [TORCH]) + strategies
     jobs = [(n, "torch", "cascade") for n in names if not args.no_torch_export]

@@ -2,14 +2,14 @@
 
 A failed export is the case that needs a page most (it is read later, in a CI
 artifact or a bug report), so both outcomes go through the same call and the
-same renderer, ``shapeproof.shapes.html_report``; this module only gathers
+same renderer, ``shapeproof.shapes.apps.html_report``; this module only gathers
 what torch-side objects know (the program summary, torch's own error).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from shapeproof.shapes import render_html
+from shapeproof.shapes.apps import render_html
 
 from .api import ExportResult
 from .errors import ExportError

@@ -1,15 +1,16 @@
 """shapeproof.shapes — the shape environment: symbols, ranges, learned facts, guards, explanations.
 
 No torch import anywhere in this package; ``shapeproof.tracer`` binds it to PyTorch.
-This namespace is the package's public facade: ``tracer`` and ``export``
-import only these names (``tests/test_layers.py`` checks).
+This namespace is the package's public facade: ``tracer``, ``export`` and the
+applications built on the environment (``shapes.apps``: the HTTP service, the
+HTML report, the reader of torch's error texts) import only these names, and
+the environment imports none of the applications (``tests/test_layers.py`` checks).
 """
 from .env import ShapeEnv
 from .errors import CheckFailed, DataDependentError, InputOutOfRange, ShapeError
 from .explain import DimInfo, Explanation, explain
 from .fixes import Fix, FixKind, dim_fix, joint_fixes
-from .html_report import render_html
-from .inputs import InputError, check_name, check_span
+from .inputs import InputError, check_name, check_seconds, check_span
 from .provenance import Frame, Provenance, capture, is_user_frame
 from .records import Guard, MergedBranch, Query, RuntimeAssert
 from .report import GuardReport, Violation, asserts_that_narrow, lift
@@ -23,7 +24,7 @@ __all__ = [
     "Explanation", "DimInfo", "explain", "explain_guard", "Fix", "FixKind", "dim_fix", "joint_fixes",
     "Provenance", "Frame", "capture",
     "ShapeError", "DataDependentError", "CheckFailed", "InputOutOfRange",
-    # for the tracer and export
-    "is_user_frame", "lift", "InputError", "check_name", "check_span", "render_html", "asserts_that_narrow",
+    # for the tracer, export and the applications
+    "is_user_frame", "lift", "InputError", "check_name", "check_span", "check_seconds", "asserts_that_narrow",
     "specialization_lines",
 ]

@@ -1,6 +1,6 @@
 """The ``z3`` strategy: decide the goal with Z3's integer arithmetic.
 
-Encoding, chosen by measurement (../shared/research/solver-anchors*.md):
+Encoding, chosen by measurement on torch 2.13's test guards:
 native SMT-LIB ``div``/``mod`` on Int terms decided every test guard in
 2-7 ms, while torch's validator encoding (``ToInt(ToReal/ToReal)`` under
 QF_NRA), q/r auxiliaries without bounds and bit-vectors were 10-1000x slower

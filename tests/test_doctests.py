@@ -1,4 +1,4 @@
-"""The runnable examples in public docstrings are tests too."""
+"""The runnable examples in public docstrings are tests too (the docs pages' and README's: test_docs.py)."""
 import doctest
 import importlib
 
@@ -19,16 +19,3 @@ def test_docstring_examples_run(name):
     assert result.attempted > 0, f"{name} has no examples"
     assert result.failed == 0
 
-
-def test_readme_solver_examples_run():
-    """The README's solver examples are real: run them as doctests."""
-    import pathlib
-    import re
-
-    text = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
-    block = re.search(r"## The solver\n\n```python\n(.*?)```", text, re.S).group(1)
-    parser = doctest.DocTestParser()
-    test = parser.get_doctest(block, {}, "README", "README.md", 0)
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    runner.run(test)
-    assert runner.tries >= 4 and runner.failures == 0

@@ -22,7 +22,7 @@ from markupsafe import escape    # the escaping of the report's templates (&#39;
 from shapeproof.export import ExportError, export_with_report
 from shapeproof.export.html import write_report
 from shapeproof.shapes import ShapeEnv, Source
-from shapeproof.shapes.html_report import render_html
+from shapeproof.shapes.apps.html_report import render_html
 from torch.export import Dim
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")

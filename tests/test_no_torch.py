@@ -6,8 +6,8 @@ CODE = """
 import sys
 sys.modules['torch'] = None          # any 'import torch' now raises ImportError
 import shapeproof.solver, shapeproof.shapes
-import shapeproof.shapes.html_report, shapeproof.shapes.querylog
-import shapeproof.shapes.service, shapeproof.shapes.endpoints, shapeproof.shapes.workers
+import shapeproof.shapes.apps.html_report, shapeproof.shapes.querylog
+import shapeproof.shapes.apps.service, shapeproof.shapes.apps.endpoints, shapeproof.shapes.apps.workers
 from shapeproof.solver import prove
 assert prove('(T % 4) != 0', ranges={'T': (2, 9)}).counterexample == {'T': 4}
 assert not any(m == 'torch' or m.startswith('torch.') for m, v in sys.modules.items() if v is not None)

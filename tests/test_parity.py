@@ -8,7 +8,7 @@ both raise, shapeproof's message has every checklist item torch's has, its
 error is of torch's class and torch's ``refine_dynamic_shapes_from_suggested_fixes``
 reads it where it reads torch's; a
 program only shapeproof exports does not reject valid inputs inside its own
-ranges without a warning (README: every kept guard is decided or reported).
+ranges without a warning (docs/pages/guide/bench.md: every kept guard is decided or reported).
 
 Cases that fail today are ``xfail(strict=True)`` with the reason measured on
 them, so a case that starts to pass turns the run red until it leaves

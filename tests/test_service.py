@@ -9,7 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from shapeproof.shapes.service import ServiceLimits, make_server
+from shapeproof.shapes.apps.service import ServiceLimits, make_server
 
 
 @pytest.fixture(scope="module")

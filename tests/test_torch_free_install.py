@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-# what a wheel of the checkout does not contain (bench/ and tests/ are not packages of it)
+# what a wheel of the checkout does not contain (bench/, tests/ and docs/ are not packages of it)
 NOT_PACKAGED = shutil.ignore_patterns(".git", ".venv", "__pycache__", "build", "*.egg-info", ".hypothesis",
-                                      "bench", "tests")
+                                      "bench", "tests", "docs")
 
 
 def _run(*cmd, **kwargs) -> subprocess.CompletedProcess:
@@ -102,7 +102,7 @@ def test_export_without_torch_raises_an_import_error_naming_the_extra():
 @pytest.mark.slow
 def test_the_report_templates_are_installed(venv):
     code = ("from shapeproof.shapes import ShapeEnv, Source\n"
-            "from shapeproof.shapes.html_report import render_html\n"
+            "from shapeproof.shapes.apps.html_report import render_html\n"
             "env = ShapeEnv()\n"
             "t = env.create_backed_symbol(8, Source('x.size(1)', 'x', 1), declared=(2, 64), dim_name='T')\n"
             "env.evaluate(f'({t} % 4) != 0')\n"

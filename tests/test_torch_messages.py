@@ -1,5 +1,5 @@
 """Reading torch.export's own error text back into guards, and explaining them."""
-from shapeproof.shapes.torch_messages import explain_messages, explain_torch_error, find_guards, readable
+from shapeproof.shapes.apps.torch_messages import explain_messages, explain_torch_error, find_guards, readable
 
 CONSTRAINTS = """Constraints violated (H, W)! For more information, run with TORCH_LOGS="+dynamic".
   - Not all values of W = L['pixel_values'].size()[3] in the specified range 32 <= W <= 256 satisfy the generated guard (L['pixel_values'].size()[3] % 4) == 0.

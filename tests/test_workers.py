@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
-from shapeproof.shapes.workers import WorkerPool
+from shapeproof.shapes.apps.workers import WorkerPool
 
 HANDLERS = "worker_handlers"
 
@@ -17,7 +17,7 @@ def pool():
     pools = []
 
     def make(name: str, **options):
-        p = WorkerPool(f"{HANDLERS}:{name}", preload=["shapeproof.shapes.workers", HANDLERS], size=2,
+        p = WorkerPool(f"{HANDLERS}:{name}", preload=["shapeproof.shapes.apps.workers", HANDLERS], size=2,
                        min_idle=1, **options)
         p.start()
         pools.append(p)

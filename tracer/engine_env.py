@@ -4,7 +4,7 @@ shapeproof keeps torch's tracing (fake tensors, SymNode, make_fx, non-strict
 export) and replaces the brain behind it: ``EngineShapeEnv`` is torch's
 ShapeEnv with every question it cannot settle by itself handed to a
 ``shapeproof.shapes.ShapeEnv`` (the *engine*), which mirrors every symbol,
-guard and runtime assert torch records.  Measured on 2.13 (../shared/research):
+guard and runtime assert torch records.  Measured on torch 2.13:
 a foreign SymNode class breaks under FakeTensorMode, while a ShapeEnv subclass
 injected through an ambient TracingContext works with make_fx and with
 ``torch.export.export(strict=False)``.

@@ -26,9 +26,7 @@ from dataclasses import dataclass, field
 
 from shapeproof.solver import DEFAULT_TIMEOUT, ParseError, parse_condition
 
-from .explain import Explanation
-from .provenance import Frame, Provenance
-from .standalone import explain_guard
+from shapeproof.shapes import Explanation, Frame, Provenance, explain_guard
 
 __all__ = ["IMPLICIT_SIZE_RANGE", "TorchGuard", "explain_messages", "explain_torch_error", "find_guards",
            "readable"]

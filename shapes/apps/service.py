@@ -221,7 +221,7 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, limits: ServiceLimits
     """A server bound to ``host:port`` (port 0 picks a free one) with its workers started;
     call ``serve_forever()`` on it, and ``server_close()`` to stop the workers."""
     limits = limits or ServiceLimits()
-    pool = WorkerPool("shapeproof.shapes.endpoints:run", preload=["shapeproof.shapes.service_warm"],
+    pool = WorkerPool("shapeproof.shapes.apps.endpoints:run", preload=["shapeproof.shapes.apps.service_warm"],
                       size=limits.max_workers, memory_bytes=limits.worker_memory)
     handler = type("ShapeproofHandler", (Handler,), {"limits": limits, "pool": pool,
                                                      "timeout": limits.idle_timeout})

@@ -18,9 +18,8 @@ from shapeproof.solver import (
     STRATEGIES, Limits, ParseError, parse, parse_condition, prove, simplify, term_str,
 )
 
-from .explain import Explanation
-from .inputs import InputError, check_name, check_seconds, check_span
-from .standalone import explain_guard
+from shapeproof.shapes import Explanation, InputError, check_name, check_seconds, check_span, explain_guard
+
 from .torch_messages import explain_torch_error
 
 __all__ = ["ROUTES", "BadRequest", "ServiceLimits", "run", "stopped", "task"]

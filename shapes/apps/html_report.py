@@ -20,9 +20,7 @@ import jinja2
 import networkx as nx
 from markupsafe import Markup
 
-from .explain import Explanation
-from .report import GuardReport
-from .symbols import specialization_lines
+from shapeproof.shapes import Explanation, GuardReport, specialization_lines
 
 __all__ = ["dependency_svg", "render_html"]
 
@@ -36,7 +34,7 @@ def _span(r) -> str:
     return f"[{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
 
 
-_TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("shapeproof.shapes", "templates"),
+_TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("shapeproof.shapes.apps", "templates"),
                                 autoescape=True, trim_blocks=True, lstrip_blocks=True)
 _TEMPLATES.filters.update(span=_span, basename=os.path.basename, clamp01=lambda x: max(0.0, min(x, 1.0)))
 
