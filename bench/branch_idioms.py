@@ -17,8 +17,10 @@ Fairness: before the clock, one static ``torch.export`` of the model warms the c
 share (dispatch, fake tensors, sympy), so neither is favoured by going second; every export and
 every eager reference gets a fresh deep copy of the built model, since some of these models write to
 themselves as they run (Swin clamps its window, Wav2Vec2-BERT caches its rotary table).
-Swin and Swinv2 take minutes per export (torch.export fails on the named
-spec of a 3-stage Swin after 90-140 s on a loaded 2-core machine): they run when named or with ``--all``.
+Swin, Swinv2, MobileViT and PVTv2 take minutes per export (on a loaded 2-core
+machine torch.export fails on a 3-stage Swin's named spec after 90-140 s; shapeproof's Dim.AUTO export
+of MobileViT took 311 s): they run when named or with ``--all``.  The default set takes about 8 minutes
+there, half of it shapeproof's failing region search on SegFormer's named spec (24 traces).
 ``--branches`` prints each model's branches as the installed library writes them (file, line, body).
 """
 from __future__ import annotations

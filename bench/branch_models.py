@@ -218,8 +218,10 @@ def transformers_models() -> list[IdiomModel]:
         # blocks see ceil(H/8), ceil(H/16), ceil(H/32): 64, 128 even at all three; 32: last one odd (1)
         _hw_points((64, 128), (32, 32), (160, 160), (32, 160), (160, 32), (96, 64), (80, 128), (72, 100),
                    (128, 128), (33, 65)),
-        [(mobilevit.MobileViTLayer.unfolding, "if new_width != orig_width or new_height != orig_height"),
-         (mobilevit.MobileViTLayer.folding, 'if info_dict["interpolate"]')]))
+        [(mobilevit.MobileViTLayer.unfolding, "new_height = ("),
+         (mobilevit.MobileViTLayer.unfolding, "if new_width != orig_width or new_height != orig_height"),
+         (mobilevit.MobileViTLayer.folding, 'if info_dict["interpolate"]')],
+        note="shapeproof's Dim.AUTO export took 311 s on a loaded 2-core machine", heavy=True))
 
     # idiom 2: resize the position table only when the grid differs (early return of the cached table).
     models.append(_image_model(
@@ -288,7 +290,8 @@ def transformers_models() -> list[IdiomModel]:
         {"H": (32, 128), "W": (32, 128)}, {"H": 64, "W": 96},
         _hw_points((64, 96), (32, 32), (128, 128), (32, 128), (128, 32), (33, 40), (61, 61), (65, 70),
                    (100, 47), (96, 96)),
-        [(pvt_v2.PvtV2SelfAttention.forward, "elif self.spatial_reduction_ratio > 1")]))
+        [(pvt_v2.PvtV2SelfAttention.forward, "elif self.spatial_reduction_ratio > 1")],
+        note="segformer's idiom again; shapeproof's named export searched 24 traces, 120 s", heavy=True))
 
     # the drop-in corner: a branch on the root t of a derived dim (T = 2t) against a cached value.  The
     # rotary table is cached at the length of the last call; the model ran once at T = 16 before export.
