@@ -270,12 +270,21 @@ class ShapeEnv:
         return self._solve(c, Purpose.MERGE, False, where, extra).proven
 
     def record_merged_branch(self, condition, where: Provenance | None = None,
-                             rewrites: tuple[str, ...] = ()) -> MergedBranch:
+                             rewrites: tuple[tuple[Expr, Expr], ...] = ()) -> MergedBranch:
         """A branch the tracer took for every input (see ``MergedBranch``); no guard, nothing learned."""
         merged = MergedBranch(len(self.merged_branches), _as_condition(condition), where or capture(),
                               rewrites)
         self.merged_branches.append(merged)
         return merged
+
+    def describe_merge(self, merged: MergedBranch) -> str:
+        """A merged branch in the user's names: where, when its body runs, what was replaced."""
+        frame = merged.where.frame if merged.where is not None else None
+        text = f"{frame.short}: " if frame is not None else ""
+        text += f"the body runs where {self.render(merged.condition)}"
+        for size, replaced in merged.rewrites:
+            text += f"; {self.render(size)} is {self.render(replaced)}"
+        return text
 
     def known_from_ranges(self, cond, ranges: dict) -> bool | None:
         """True/False when provable from ``ranges`` alone (no learned facts), else None."""

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sympy import Expr
+
 from shapeproof.solver import Formula, Verdict, Vocabulary
 
 from .provenance import Provenance
@@ -59,13 +61,14 @@ class MergedBranch:
     be an identity: it pads by 0, slices whole dims, resizes to the size a
     tensor has.  ``rewrites`` says which size arguments were replaced by a
     value proven equal to the original where ``condition`` holds and neutral
-    where it does not (``4 - W % 4`` padded as ``(4 - W % 4) % 4``).
+    where it does not (``4 - W % 4`` padded as ``(4 - W % 4) % 4``), as
+    pairs of terms; ``ShapeEnv.describe_merge`` says it in the user's names.
     """
 
     index: int
     condition: Formula
     where: Provenance | None
-    rewrites: tuple[str, ...] = ()
+    rewrites: tuple[tuple[Expr, Expr], ...] = ()
 
 
 class Purpose(Vocabulary):

@@ -16,7 +16,7 @@ from shapeproof.solver import (
 from shapeproof.solver.bounds import INF, Interval
 from shapeproof.solver.evaluate import truth
 from shapeproof import cli
-from shapeproof.shapes.torch_messages import find_guards
+from shapeproof.shapes.apps.torch_messages import find_guards
 from shapeproof.solver import z3_process
 from shapeproof.solver.problem import Deadline, Problem
 from shapeproof.solver.smt import Z3Strategy

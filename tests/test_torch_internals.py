@@ -249,3 +249,43 @@ def test_private_torch_names_go_through_the_door(layer):
     outside = {f"{path.name}: {name}" for path in sorted((ROOT / layer).glob("*.py"))
                if path.name != "torch_internals.py" for name in _private_torch_names(path)}
     assert not outside, "private torch names outside the door:\n" + "\n".join(sorted(outside))
+
+
+def test_bool_of_a_symbool_reaches_evaluate_expr_through_the_pinned_path():
+    """branch_merge reads the ``if`` of the frame above BOOL_GUARD_PATH's last function."""
+    import sys
+
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
+    from torch._dynamo.source import ConstantSource
+
+    from shapeproof.tracer.torch_internals import BOOL_GUARD_PATH
+
+    seen = []
+
+    class Recording(ShapeEnv):
+        def evaluate_expr(self, *args, **kwargs):
+            frame, names = sys._getframe(1), []
+            for _ in BOOL_GUARD_PATH:
+                names.append(frame.f_code.co_name)
+                frame = frame.f_back
+            seen.append((names, frame.f_code.co_name))
+            return super().evaluate_expr(*args, **kwargs)
+
+    env = Recording()
+    size = env.create_symintnode(env.create_symbol(6, ConstantSource("n"), dynamic_dim=DimDynamic.DYNAMIC),
+                                 hint=6)
+
+    def asking():
+        return bool(size % 4 != 0)
+
+    assert asking()
+    assert seen == [(list(BOOL_GUARD_PATH), "asking")]
+
+
+def test_node_labelling_is_the_pinned_metadata_function():
+    import importlib
+
+    from shapeproof.tracer.torch_internals import METADATA_FUNCTION
+
+    module, function = METADATA_FUNCTION
+    assert callable(getattr(importlib.import_module(module), function))

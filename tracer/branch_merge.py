@@ -48,7 +48,7 @@ import torch.nn.functional as F_nn
 from torch.overrides import TorchFunctionMode
 
 from shapeproof import solver as S
-from shapeproof.shapes import capture
+from shapeproof.shapes import Provenance, capture
 
 from .branch_sites import (
     PURE_PYTHON, BranchSite, Effects, Kind, Refusal, Unseen, branch_site, plain_attribute,
@@ -74,7 +74,7 @@ class MergedSite:
     filename: str
     body_lines: tuple[int, int]
     condition: S.Formula
-    rewrites: tuple[str, ...]
+    rewrites: tuple[tuple[sympy.Expr, sympy.Expr], ...]   # (size argument, its replacement), engine terms
 
 
 # ---------------------------------------------------------------------------- the condition
@@ -310,6 +310,7 @@ class _Body:
     entered: bool = False
     derived: dict = field(default_factory=dict)  # id(result) -> (result, the tensor it equals where skipped)
     rewrites: list = field(default_factory=list)
+    where: Provenance | None = None              # the test, as Python asked it
     mode: TorchFunctionMode | None = None        # while open: the calls' watcher, and the tracing it replaced
     previous_trace: object = None
     previous_local: object = None
@@ -343,7 +344,7 @@ class _Body:
             replaced = self.term(candidate)
             if (self.proven(S.eq(replaced, term), self.condition)
                     and self.proven(S.eq(replaced, self.term(zero)), self.skipped)):
-                self.rewrites.append(f"{S.term_str(term)} -> {S.term_str(replaced)}")
+                self.rewrites.append((term, replaced))
                 return candidate
         raise _Refused(f"no value of {S.term_str(term)} is {zero} where the body is skipped")
 
@@ -617,6 +618,7 @@ class BranchMerging:
     # -- watching the body ----------------------------------------------------
     def _start(self, body: _Body) -> None:
         self._open = body
+        body.where = capture(start=body.frame)
         body.mode = _BodyMode(body)
         body.mode.__enter__()
         body.previous_trace, body.previous_local = sys.gettrace(), body.frame.f_trace
@@ -677,8 +679,7 @@ class BranchMerging:
             flag = body.site.flag
             self._flags[(id(body.frame), flag)] = (body.frame, locals_now.get(flag, _MISSING),
                                                    (body.tree, body.condition, body.answers))
-        where = capture(start=body.frame)
-        self.env.engine.record_merged_branch(body.condition, where, tuple(body.rewrites))
+        self.env.engine.record_merged_branch(body.condition, body.where, tuple(body.rewrites))
         self.merged.append(MergedSite(body.site.key, body.site.filename, body.site.body_lines, body.condition,
                                       tuple(body.rewrites)))
 

@@ -32,6 +32,7 @@ import inspect
 import linecache
 import math
 import sys
+import tokenize
 from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import Callable, Iterator
@@ -115,27 +116,43 @@ def _instructions(code: CodeType) -> dict:
     return {i.offset: (i.opname, i.positions) for i in dis.get_instructions(code)}
 
 
-@functools.lru_cache(maxsize=256)
-def _module_tree(filename: str, size: int) -> ast.Module | None:
-    """The parsed source of ``filename`` (``size``: its line count, so an edited file is parsed again)."""
-    try:
-        return ast.parse("".join(linecache.getlines(filename)))
-    except (SyntaxError, ValueError):
-        return None
-
-
 def _function_node(code: CodeType) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The function's own source, parsed, with the positions it has in its file (only the function is
+    read: the file may hold more than Python, as a page of documentation does)."""
     if code.co_name.startswith("<"):        # comprehensions, lambdas, module code
         return None
-    lines = linecache.getlines(code.co_filename)
-    tree = _module_tree(code.co_filename, len(lines)) if lines else None
-    if tree is None:
+    return _parsed_function(code.co_filename, code.co_firstlineno, code.co_name,
+                            len(linecache.getlines(code.co_filename)))
+
+
+@functools.lru_cache(maxsize=512)
+def _parsed_function(filename: str, first: int, name: str, size: int):
+    """``size``: the file's line count, so that an edited file is read again."""
+    lines = linecache.getlines(filename)[first - 1:]
+    if not lines:
+        return None
+    try:
+        block = inspect.getblock(lines)
+    except (SyntaxError, IndentationError, tokenize.TokenError):
+        return None
+    margin = block[0][:len(block[0]) - len(block[0].lstrip())]
+    if not all(line.startswith(margin) or not line.strip() for line in block):
+        return None           # a line less indented than the def (inside a string): columns would shift
+    try:
+        tree = ast.parse("".join(line[len(margin):] for line in block))
+    except (SyntaxError, ValueError):
         return None
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
-            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-            if first == code.co_firstlineno:
-                return node
+        if isinstance(node, (ast.stmt, ast.expr)):
+            node.lineno += first - 1
+            node.col_offset += len(margin)
+            if node.end_lineno is not None:
+                node.end_lineno += first - 1
+            if node.end_col_offset is not None:
+                node.end_col_offset += len(margin)
+    function = tree.body[0] if tree.body else None
+    if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and function.name == name:
+        return function
     return None
 
 
