@@ -138,24 +138,28 @@ def _tolerated(env: EnvView, guard: Guard, lifted: S.Formula, counterexample: di
                    for info in strict if info.symbol in taught)
 
 
-def _kept_by_torch(env: EnvView, lifted: S.Formula, strategy: str, timeout: float) -> bool:
+def _kept_by_torch(env: EnvView, lifted: S.Formula) -> bool:
     """Whether torch.export keeps this refuted guard as an input check: its named dims are all roots of
-    derived dims that no input carries, and it leaves each more than one size (torch raises where such a
-    root becomes a constant)."""
+    derived dims that no input carries, and torch made none of them a constant.
+
+    torch raises only where it solved a guard into a constant: an equation linear in an input's dim
+    (``x.size(1) == 16`` with ``x.size(1) = 2*h``), which replaces that dim.  ``x.size(1) // 2 == 8``
+    pins ``h`` as surely, yet torch keeps it as an input check and exports (measured on 2.13), and so
+    does shapeproof, whose warning says the share of sizes the check accepts.
+    """
     infos = [env.symbols[s] for s in lifted.free_symbols]
     strict = [info for info in infos if info.kind is DimKind.STRICT]
     return (bool(strict) and all(info.backed for info in infos)
             and all(info.uncarried_root for info in strict)
-            and not any(_made_constant(env, lifted, info, strategy, timeout) for info in strict))
+            and not any(_replaced_by_torch(env, info) for info in strict))
 
 
-def _made_constant(env: EnvView, lifted: S.Formula, info, strategy: str, timeout: float) -> bool:
-    """Whether ``lifted`` leaves ``info``'s dim a single size: torch replaced it, or the guard on it alone
-    allows only its example size."""
+def _replaced_by_torch(env: EnvView, info) -> bool:
+    """Whether torch made ``info``'s dim, or an input dim derived from it, a constant."""
     if info.fixed is not None:
         return True
-    return lifted.free_symbols == {info.symbol} and _allows_only_the_example(env, info.symbol, lifted,
-                                                                             strategy, timeout)
+    derived = [s for s, value in env.knowledge.replacements.items() if info.symbol in value.free_symbols]
+    return any(s in env.symbols and env.symbols[s].fixed is not None for s in derived)
 
 
 def _restates_an_adopted_range(env: EnvView, lifted: S.Formula, strategy: str, timeout: float) -> bool:
@@ -359,7 +363,7 @@ def produce_guards(env: EnvView, strategy="cascade", timeout: float = 2.0) -> Gu
                         key=lambda v: v.guard.index)
     restrictions = [r for r in restrictions if id(r) not in pinned]
     for violation in violations:
-        violation.torch_keeps = _kept_by_torch(env, violation.lifted, strategy, timeout)
+        violation.torch_keeps = _kept_by_torch(env, violation.lifted)
         violation.fixes = suggest_fixes(env, violation.guard, violation.lifted, timeout)
         if id(violation) in pinned and not any(f.kind == "static" for f in violation.fixes):
             violation.fixes.insert(0, _static_fix(env, pinned[id(violation)]))

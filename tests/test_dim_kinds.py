@@ -546,6 +546,53 @@ def test_a_guard_that_makes_such_a_root_a_constant_is_still_an_error():
         shapeproof.export(PinnedWidth(), args, dynamic_shapes=spec)
 
 
+class CachedHeight(torch.nn.Module):
+    """A table cached for height 8, recomputed for any other height (``x.size(1) = 2*h``)."""
+
+    def __init__(self, mode: str):
+        super().__init__()
+        self.height, self.mode = 8, mode
+        self.table = torch.nn.Parameter(torch.randn(1, 4, 8))
+
+    def forward(self, x):
+        height = x.shape[1] // 2
+        table = self.table
+        if self.height != height:
+            table = torch.nn.functional.interpolate(table, size=height, mode=self.mode)
+        return x[:, ::2] + table[0].t()
+
+
+def test_a_root_pinned_by_a_guard_torch_does_not_solve_is_an_input_check_like_torchs():
+    """At the cached height the example takes the branch's other side, and the guard ``x.size(1) // 2 == 8``
+    leaves h one size: torch does not solve it (not linear in the input's dim) and exports with it as an
+    input check; so does shapeproof, saying the program accepts 1 of 31 sizes."""
+    h = Dim("h", min=2, max=32)
+    spec, args = ({1: 2 * h},), (torch.randn(2, 16, 4),)
+    theirs = _torch(CachedHeight("linear"), args, spec)
+    with pytest.warns(UserWarning, match=r"accepts 1 of 31 \(h\): h in 8"):
+        ours = shapeproof.export(CachedHeight("linear"), args, dynamic_shapes=spec)
+    for height in (7, 8, 9):
+        x = torch.randn(2, 2 * height, 4)
+        assert _rejects(ours, x) == _rejects(theirs, x) == (height != 8)
+
+
+def test_a_cached_table_resized_only_at_other_heights_is_one_program_for_every_height():
+    """With an exact resize (nearest) the branch's two sides agree where the height is the cached one, so
+    the trace takes the resize for every height: torch's program accepts only h = 8, shapeproof's all."""
+    h = Dim("h", min=2, max=32)
+    spec, args = ({1: 2 * h},), (torch.randn(2, 16, 4),)
+    theirs = _torch(CachedHeight("nearest"), args, spec)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours = shapeproof.export(CachedHeight("nearest"), args, dynamic_shapes=spec)
+    model = CachedHeight("nearest")
+    model.load_state_dict(ours.module().state_dict(), strict=False)
+    for height in (2, 7, 8, 9, 32):
+        x = torch.randn(2, 2 * height, 4)
+        assert _rejects(theirs, x) == (height != 8)
+        torch.testing.assert_close(ours.module()(x), model(x), rtol=0, atol=0)
+
+
 class PadToThree(torch.nn.Module):
     def forward(self, x):
         pad = (3 - x.shape[1] % 3) % 3
