@@ -146,6 +146,57 @@ def test_padding_stages_under_dim_auto_keep_every_size():
     _matches_eager(model, program, [(2, 4, w) for w in (8, 9, 16, 31, 37, 64, 100, 257)])
 
 
+class ChannelsLastStage(nn.Module):
+    """FocalNet's downsampling: tokens viewed as a channels-last image (no copy), padded when needed."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 4, 2, stride=2)
+
+    def forward(self, tokens, width):                # tokens (B, 2*W, C): a 2 x W grid
+        image = tokens.transpose(1, 2).reshape(tokens.size(0), -1, 2, width.size(0))
+        if image.size(-1) % 2 != 0:
+            image = F.pad(image, (0, 2 - image.size(-1) % 2))
+        return self.conv(image)
+
+
+def test_a_pad_of_a_channels_last_view_keeps_its_layout_and_merges():
+    model = ChannelsLastStage().eval()
+    args = (torch.randn(2, 2 * 9, 4), torch.empty(9))
+    width = Dim("W", min=2, max=40)
+    spec = ({1: 2 * width}, {0: width})
+    first = _one_trace(model, args, spec)
+    assert len(first.engine.merged_branches) == 1 and first.region is not None
+    module = shapeproof.export(model, args, dynamic_shapes=spec).module()
+    for w in range(2, 41):
+        inputs = (torch.randn(2, 2 * w, 4), torch.empty(w))
+        with torch.no_grad():
+            assert torch.equal(_bits(model(*inputs)), _bits(module(*inputs))), w
+
+
+def test_a_copy_keeps_the_strides_of_a_dense_tensor_on_eager():
+    """What the layout rule relies on: padding a dense tensor by 0 (a clone) keeps its strides whatever
+    their order; a tensor with gaps comes back contiguous, which is why its pad is not merged."""
+    channels_last = torch.randn(2, 20, 8).transpose(1, 2).reshape(2, 8, 4, 5)
+    permuted = torch.randn(4, 5, 2, 8).permute(2, 3, 0, 1)
+    for x in (channels_last, permuted):
+        assert F.pad(x, (0, 0)).stride() == x.stride() and torch.equal(_bits(F.pad(x, (0, 0))), _bits(x))
+    gaps = torch.randn(2, 8, 4, 10)[..., ::2]
+    assert F.pad(gaps, (0, 0)).stride() != gaps.stride()
+
+
+def test_a_pad_of_a_tensor_with_gaps_is_not_merged():
+    class Strided(nn.Module):
+        def forward(self, x):
+            y = x[..., ::2]
+            if y.size(-1) % 4 != 0:
+                y = F.pad(y, (0, 4 - y.size(-1) % 4))
+            return y.reshape(y.size(0), -1, 4)
+
+    first = _one_trace(Strided(), (torch.randn(2, 3, 18),), ({2: Dim("W", min=8, max=64)},))
+    assert not first.engine.merged_branches and first.unmerged      # tried, found unlike, traced again
+
+
 # ---------------------------------------------------------------------------- idiom 2: resize when different
 
 class CachedTable(nn.Module):

@@ -369,6 +369,19 @@ class _Body:
             expected = expected * size_term
         return self.proven(S.conj(*parts), self.skipped)
 
+    def laid_out_alike_where_skipped(self, result: torch.Tensor, x: torch.Tensor) -> bool:
+        """The copy ``result`` of ``x`` has ``x``'s strides wherever the body is skipped (dims of size 1
+        aside, as torch's layout checks leave them).  Eager kernels of the copies merged here allocate by
+        the same rule as their meta functions (a clone keeps a dense tensor's strides; a resize or a
+        non-zero pad keeps channels-last), so the program's copy is then laid out as the skipped
+        original: later kernels see the same strides and compute the same bits, and the program's views,
+        traced on ``result``'s strides, hold."""
+        if result.dim() != x.dim():
+            return False
+        parts = [S.disj(S.le(self.term(size), 1), S.eq(self.term(r_stride), self.term(x_stride)))
+                 for size, r_stride, x_stride in zip(x.shape, result.stride(), x.stride())]
+        return self.proven(S.conj(*parts), self.skipped)
+
     def equal_where_skipped(self, new, old) -> bool:
         if new is old:
             return True
@@ -411,10 +424,11 @@ def _pad(body: _Body, func, args, kwargs):
     x, mode = a["input"], a.get("mode", "constant")
     if mode != "constant":
         raise _Refused(f"a pad in mode {mode!r}")
-    if not body.contiguous_where_skipped(x):
-        raise _Refused("a pad (a copy) of a tensor that is not contiguous where the body is skipped")
     amounts = [body.neutral(p, 0) for p in a["pad"]]
-    return body.identity(func(x, amounts, mode, a.get("value")), x)
+    result = func(x, amounts, mode, a.get("value"))
+    if not body.laid_out_alike_where_skipped(result, x):
+        raise _Refused("a pad (a copy) laid out unlike its input where the body is skipped")
+    return body.identity(result, x)
 
 
 # resizes that are exact at the same size for every input (tests/test_branch_merge.py checks them on eager):
@@ -430,10 +444,12 @@ def _interpolate(body: _Body, func, args, kwargs):
         raise _Refused("a resize that is not exact at the same size")
     spatial = list(x.shape[2:])
     sizes = [size] * len(spatial) if isinstance(size, (int, torch.SymInt)) else list(size)
-    if len(sizes) != len(spatial) or not body.contiguous_where_skipped(x):
-        raise _Refused("a resize of another rank, or of a tensor that is not contiguous")
+    if len(sizes) != len(spatial):
+        raise _Refused("a resize to another rank")
     same = S.conj(*(S.eq(body.term(s), body.term(d)) for s, d in zip(sizes, spatial)))
     result = func(*args, **kwargs)
+    if not body.laid_out_alike_where_skipped(result, x):
+        raise _Refused("a resize (a copy) laid out unlike its input where the body is skipped")
     return body.identity(result, x) if body.proven(same, body.skipped) else result
 
 
@@ -459,14 +475,16 @@ def _copy(body: _Body, func, args, kwargs):
     """``clone`` and ``contiguous``.  ``contiguous`` copies only a tensor not laid out contiguously, which
     over merged sizes is a question of their values (a guard); a copy has its values either way."""
     x = args[0]
-    if not body.contiguous_where_skipped(x):
-        raise _Refused("a copy of a tensor that is not contiguous where the body is skipped")
     if func is torch.Tensor.contiguous:
         memory_format = kwargs.get("memory_format", args[1] if len(args) > 1 else torch.contiguous_format)
         if memory_format is not torch.contiguous_format:
             raise _Refused(f"contiguous({memory_format})")
-        return body.identity(torch.Tensor.clone(x, memory_format=torch.contiguous_format), x)
-    return body.identity(func(*args, **kwargs), x)
+        result = torch.Tensor.clone(x, memory_format=torch.contiguous_format)
+    else:
+        result = func(*args, **kwargs)
+    if not body.laid_out_alike_where_skipped(result, x):
+        raise _Refused("a copy laid out unlike its input where the body is skipped")
+    return body.identity(result, x)
 
 
 def _view(body: _Body, func, args, kwargs):
