@@ -90,6 +90,30 @@ def test_four_padding_stages_are_one_trace_and_one_program():
     _matches_eager(model, program, [(2, 4, w) for w in range(40, 301)])
 
 
+def _unchanged(forward):
+    return forward
+
+
+class SpacedOut(nn.Module):
+    @_unchanged
+    def forward(self, x):
+        """A docstring
+
+        with a blank line, as library code has.
+        """
+
+        width = x.size(-1)
+
+        if width % 4 != 0:
+            x = F.pad(x, (0, 4 - width % 4))
+        return x.view(x.size(0), -1, 4).sum(-1)
+
+
+def test_blank_lines_and_decorators_before_the_branch_leave_its_position_found():
+    first = _one_trace(SpacedOut(), (torch.randn(2, 10),), ({1: Dim("W", min=4, max=64)},))
+    assert len(first.engine.merged_branches) == 1
+
+
 def test_a_constant_pad_amount_becomes_the_conditions_indicator():
     class OddPad(nn.Module):
         def forward(self, x):

@@ -139,7 +139,8 @@ def _parsed_function(filename: str, first: int, name: str, size: int):
     if not all(line.startswith(margin) or not line.strip() for line in block):
         return None           # a line less indented than the def (inside a string): columns would shift
     try:
-        tree = ast.parse("".join(line[len(margin):] for line in block))
+        # a blank line keeps its newline (cutting the margin off "\n" would shift every later line up)
+        tree = ast.parse("".join(line[len(margin):] if line.strip() else "\n" for line in block))
     except (SyntaxError, ValueError):
         return None
     for node in ast.walk(tree):
