@@ -12,6 +12,7 @@ import torch
 from torch.export import ExportedProgram
 
 from shapeproof.shapes import DimKind, GuardReport, Query, ShapeEnv, asserts_that_narrow
+from shapeproof import solver as F
 from shapeproof.solver import DEFAULT_TIMEOUT
 from shapeproof.tracer import strategy_named
 from shapeproof.tracer.module_state import ModuleState
@@ -283,11 +284,12 @@ def _restriction_notes(engine: ShapeEnv, report: GuardReport, split: bool) -> li
     notes = []
     if named:
         notes.append("the program checks these relations between named dims on its inputs (as torch.export "
-                     "does): " + "; ".join(engine.render(v.lifted) for v in named))
+                     "does): " + "; ".join(engine.render(v.lifted) for v in named) + _share(engine, named))
     if branches:
         notes.append("the program checks on its inputs what the code decided about Dim.AUTO/Dim.DYNAMIC dims "
                      "(as torch.export does): " + "; ".join(f"{engine.render(v.lifted)} ({v.guard.where})"
                                                         for v in branches)
+                     + _share(engine, branches)
                      + ("" if split else "; export with split=True to cover the other side of a branch too"))
     if report.pinned_together:
         sizes = ", ".join(f"{label} = {size}" for label, size in report.pinned_together)
@@ -300,6 +302,22 @@ def _restriction_notes(engine: ShapeEnv, report: GuardReport, split: bool) -> li
                      "(torch.export lets such a dim become 0 or 1 and checks it on the inputs, as here): "
                      f"{sizes}; declare them Dim.STATIC, or change the code that needs that size")
     return notes
+
+
+def _share(engine: ShapeEnv, checks: list) -> str:
+    """``; it accepts ...``: the share of the declared sizes that input checks let through, in the user's
+    names (an unbounded dim is counted over a window from its lower end, which the text names)."""
+    predicate = F.conj(*(v.lifted for v in checks))
+    names = engine.label_map()
+    if not predicate.free_symbols <= engine.symbols.keys():
+        return ""
+    box = {}
+    for s in predicate.free_symbols:
+        info = engine.symbols[s]
+        (lo, hi), (range_lo, _) = info.declared, info.range    # Dim.AUTO declares nothing: torch's 2..
+        box[names[s]] = (range_lo if lo is None else lo, hi)
+    accepted = accepted_sizes(F.substitute(predicate, {s: names[s] for s in predicate.free_symbols}), box)
+    return f"; it accepts {accepted}" if accepted else ""
 
 
 def _unread_note(first) -> list[str]:

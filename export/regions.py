@@ -833,26 +833,65 @@ def variable_sources(sizes: dict[str, Expr]) -> dict[Symbol, str]:
 
 
 def accepted_sizes(predicate: F.Formula, box: dict, limit: int = 4096) -> str | None:
-    """What ``predicate`` accepts of ``box``, for messages (``3 of 64 (h, w): h in 2..3, w in 2..3``); None
-    where the box is unbounded or has more than ``limit`` points."""
-    grid = holding_grid(predicate, box, max_points=limit) if predicate.free_symbols else None
+    """What ``predicate`` accepts of ``box``, for messages: counted where the box has at most ``limit``
+    points (``3 of 64 (h, w): h in 2..3, w in 2..3``), else on an even grid of about ``limit`` of them
+    (``about 87% of (h, w), on an even grid of 4096``); an unbounded dim is read from its lower end over
+    ``UNBOUNDED_WINDOW`` sizes (the message says so).  None where the predicate reads no size."""
+    if not predicate.free_symbols:
+        return None
+    spans, open_ended = {}, []
+    for s in predicate.free_symbols:
+        lo, hi = box.get(s, (None, None))
+        lo = 0 if lo is None else lo
+        if hi is None:
+            hi = lo + UNBOUNDED_WINDOW - 1
+            open_ended.append(f"{s.name} in {lo}..{hi}")
+        spans[s] = (lo, hi)
+    window = f" (over {', '.join(sorted(open_ended))})" if open_ended else ""
+    grid = holding_grid(predicate, spans, max_points=limit)
+    if grid is not None:
+        count, total = int(grid.mask.sum()), grid.mask.size
+        names = ", ".join(s.name for s in grid.symbols)
+        runs = [_runs(grid.values(k)) for k in range(len(grid.symbols))]
+        listed = count and not any(r is None for r in runs)          # a comb of sizes is a count alone
+        return (f"{count} of {total} ({names})" + window
+                + (": " + ", ".join(f"{s.name} in {r}" for s, r in zip(grid.symbols, runs)) if listed else ""))
+    per_dim = max(2, int(limit ** (1 / len(spans))))
+    steps, strided = {}, {}
+    for s, (lo, hi) in spans.items():
+        step = max(1, -(-(hi - lo) // (per_dim - 1)))
+        index = Symbol(f"_{s.name}_k", integer=True)
+        steps[index] = (0, (hi - lo) // step)
+        strided[s] = lo + step * index
+    grid = holding_grid(F.substitute(predicate, strided), steps, max_points=4 * limit)
     if grid is None:
         return None
-    count, total = int(grid.mask.sum()), grid.mask.size
-    names = ", ".join(s.name for s in grid.symbols)
-    return (f"{count} of {total} ({names})" + (": " + ", ".join(f"{s.name} in {_runs(grid.values(k))}"
-                                                                  for k, s in enumerate(grid.symbols))
-                                                if count else ""))
+    names = ", ".join(sorted(s.name for s in spans))
+    share = _percent(grid.mask.sum() / grid.mask.size)
+    about = "" if share.startswith(("under", "over")) or share in ("0%", "100%") else "about "
+    return f"{about}{share} of ({names}){window}, on an even grid of {grid.mask.size}"
 
 
-def _runs(values: list[int]) -> str:
-    """``[2, 3, 4, 7]`` as ``2..4, 7``."""
+UNBOUNDED_WINDOW = 256       # sizes from a dim's lower end counted where it has no upper one (Dim.AUTO)
+
+
+def _percent(share: float) -> str:
+    """A share as a message says it: 0% and 100% only when exactly so."""
+    if share in (0, 1):
+        return f"{share:.0%}"
+    return "under 1%" if share < 0.01 else "over 99%" if share > 0.99 else f"{share:.0%}"
+
+
+def _runs(values: list[int], most: int = 4) -> str | None:
+    """``[2, 3, 4, 7]`` as ``2..4, 7``; None for more than ``most`` runs."""
     runs: list[list[int]] = []
     for v in values:
         if runs and v == runs[-1][1] + 1:
             runs[-1][1] = v
         else:
             runs.append([v, v])
+    if len(runs) > most:
+        return None
     text = ", ".join(f"{a}..{b}" if b > a else str(a) for a, b in runs)
     return text if len(runs) == 1 else "{" + text + "}"
 

@@ -267,7 +267,7 @@ def test_the_next_trace_crosses_as_few_guards_as_it_can():
     assert _next_point(first, regions, box, {"H": 2, "W": 2}, "cascade", 5.0) == {"H": 64, "W": 32}
 
 
-def test_what_a_region_accepts_is_counted_over_a_small_box_and_not_over_a_large_one():
+def test_what_a_region_accepts_is_counted_over_a_small_box_and_estimated_over_a_large_one():
     from shapeproof import solver as S
     from shapeproof.export.regions import accepted_sizes
 
@@ -275,6 +275,11 @@ def test_what_a_region_accepts_is_counted_over_a_small_box_and_not_over_a_large_
     region = S.conj(S.le(h, 3), S.ne(S.Mod(w, 3), 1))
     box = {h: (2, 8), w: (2, 8)}
     assert accepted_sizes(region, box) == "10 of 49 (h, w): h in 2..3, w in {2..3, 5..6, 8}"
+    assert accepted_sizes(S.eq(S.Mod(w, 2), 0), {w: (2, 20)}) == "10 of 19 (w)"   # a comb: counted only
     assert accepted_sizes(S.gt(h, 9), {h: (2, 8)}) == "0 of 7 (h)"
-    assert accepted_sizes(region, {h: (2, 8), w: (2, None)}) is None          # unbounded
-    assert accepted_sizes(region, {h: (1, 1000), w: (1, 1000)}) is None       # too many to count
+    # unbounded (Dim.AUTO): counted from the lower end over a window the message names
+    assert accepted_sizes(region, {h: (2, 8), w: (2, None)}) == "342 of 1792 (h, w) (over w in 2..257)"
+    # too many to count: estimated on an even grid (its one row h = 1 of 63 stands for h <= 3)
+    assert accepted_sizes(region, {h: (1, 1000), w: (1, 1000)}) == "about 1% of (h, w), on an even grid of 3969"
+    assert accepted_sizes(S.gt(h, 500), {h: (1, 1000), w: (1, 1000)}) == "500 of 1000 (h): h in 501..1000"
+    assert accepted_sizes(S.TRUE, {h: (1, 8)}) is None                        # reads no size
