@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import cast
 
-from sympy import Expr, Symbol
+from sympy import Expr, Symbol, preorder_traversal
 
 from . import formula as F
 from .evaluate import Undefined, _eval
@@ -280,7 +280,21 @@ class RewriteStrategy(Strategy):
                 if check_counterexample(problem, lifted) is None:
                     return refuted(lifted,
                                    f"after normalization the goal can never hold ({_describe(red.fired)})")
-        return unknown(f"normalized form is inconclusive: {red.problem.goal}")
+        goal = red.problem.goal
+        # printing a large term costs more than the rewriting (Swin's merged pad sizes): name small ones only
+        return unknown("normalized form is inconclusive" + (f": {goal}" if _few_nodes(goal) else ""))
+
+
+def _few_nodes(f: F.Formula, most: int = 60) -> bool:
+    """Whether ``f``'s terms have at most ``most`` nodes in all (counting stops there)."""
+    count = 0
+    for rel in F.relations(f):
+        for side in (rel.lhs, rel.rhs):
+            for _ in preorder_traversal(side):
+                count += 1
+                if count > most:
+                    return False
+    return True
 
 
 class Simplified(Strategy):
