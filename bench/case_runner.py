@@ -155,10 +155,16 @@ def _flat(out):
     return [t for t in leaves if isinstance(t, torch.Tensor)]
 
 
-def compare(ep, model, args) -> str:
-    """'match', 'mismatch', 'rejects_valid' (program raises, eager runs) or 'eager_fails'."""
+def compare(ep, model, args, state=None) -> str:
+    """'match', 'mismatch', 'rejects_valid' (program raises, eager runs) or 'eager_fails'.
+
+    ``state``: the model's attributes when it was exported (``ModuleState``), put back before eager runs:
+    a model that rebinds its own attributes at some sizes (Hugging Face Swin's window at small inputs)
+    would otherwise be compared, at every later point, as the last run left it."""
     import torch
 
+    if state is not None:
+        state.restore()
     with torch.no_grad():
         try:
             expected = _flat(model(*args))
@@ -309,10 +315,13 @@ def run_case(name: str, registry: Path, exporter: str, strategy: str = "cascade"
             row["input_checks"] = getattr(ep, "_guards_code", None)
         if hasattr(ep, "predicates"):
             points += [p for p in region_points(ep, points[0]) if p not in points]
+    from shapeproof.tracer.module_state import ModuleState
+
+    exported_state = ModuleState(model)
     checks = []
     for k, point in enumerate(points):
         inputs = args if k == 0 else inputs_for(args, spec, point, seed=k)
-        checks.append({"dims": point, "result": compare(ep, model, inputs)})
+        checks.append({"dims": point, "result": compare(ep, model, inputs, exported_state)})
     row["checks"] = checks
     return row
 
