@@ -27,6 +27,19 @@ so the sub-expression becomes integer nodes that every strategy reasons about:
   negative (``math.ceil``: not positive) is 0 either way.  That is
   ``math.ceil(T / 16)``, torch's ``CeilToInt(IntTrueDiv)``, and ``int(-4 / x)``
   over an unbounded ``x``;
+* ``math.floor``, ``int`` (``math.trunc``) and ``math.ceil`` of ``math.sqrt(n)``
+  or ``n ** 0.5`` for an integer term ``0 <= n <= 2**50`` are ``isqrt(n)`` (and
+  ``isqrt(n - 1) + 1``): ``float(n)`` is exact; the root of a square ``r*r`` is
+  the double ``r`` (``r <= 2**25``), which ``math.sqrt`` returns, being
+  correctly rounded, and so does the C library's ``pow``, whose error before
+  its one final rounding is far below half a unit in the last place (glibc
+  documents 0.52 ULP in all; measured: ``(r*r) ** 0.5 == r`` for every
+  ``r <= 2**25``); the root of any other ``n`` lies at least
+  ``1/(2*sqrt(n) + 1) > 2**-26`` from every integer (``|n - k*k| >= 1``), while a
+  unit in the last place of a root below ``2**25`` is at most ``2**-28``, so a
+  result within 2 units of the root lies strictly between the same two
+  integers.  Past ``2**50`` that margin shrinks: ``math.sqrt(2**52 + 2**27)``
+  rounds up to ``2**26 + 1``, one more than ``isqrt``;
 * a float that is monotone in one integer term ``t`` (``float(t)`` or ``t / c``
   through ``+ - * /`` with constants), compared with a constant, holds on an
   interval of ``t`` whose ends bisection finds in Python: ``x / 3 > 1.5`` is
@@ -49,7 +62,7 @@ from . import floats as FL
 from . import formula as F
 from .bounds import Bounds
 from .evaluate import Undefined, evaluate_term
-from .nodes import FLOAT_WRAPPERS, TABLE, FloorDiv, Kind, Min
+from .nodes import FLOAT_WRAPPERS, TABLE, FloorDiv, ISqrt, Kind, Max, Min
 from .size import SizeOf
 from .terms import divisors, iter_nodes
 
@@ -57,6 +70,7 @@ __all__ = ["exact_floats"]
 
 _MANTISSA = 2 ** 53
 _NO_UNDERFLOW = 2 ** 1074   # a divisor below this keeps the sign of a nonzero quotient a/b (|a| >= 1)
+_EXACT_ROOTS = 2 ** 50      # floor(sqrt(float(n))) is isqrt(n) for 0 <= n <= this (see above)
 # a comparison's polynomial is expanded only where it has at most about this many terms
 MAX_EXPANDED_TERMS = 2000
 _MAX_SCALE = 1000           # 2**-1074 is the finest double; stay well above it
@@ -145,6 +159,9 @@ class _Exact:
 
     def rounded(self, w: Expr) -> Expr | None:
         f = w.args[0]
+        root = self.root(w)
+        if root is not None:
+            return root
         quotient = self.quotient(f)
         if quotient is not None and self._rounds_alike(type(w), *quotient):
             return _ROUNDED[type(w)](*quotient)
@@ -153,6 +170,20 @@ class _Exact:
             return None
         n, k = scaled
         return _ROUNDED[type(w)](n, Integer(2) ** k)
+
+    def root(self, w: Expr) -> Expr | None:
+        """``math.floor``/``int``/``math.ceil`` of ``math.sqrt(n)`` or ``n ** 0.5`` as ``isqrt`` (above)."""
+        f = w.args[0]
+        half = isinstance(f, FL.FloatPow) and not f.args[1].free_symbols and _constant(f.args[1]) == 0.5
+        if not ((isinstance(f, FL.FSqrt) or half) and isinstance(f.args[0], FL.ToFloat)):
+            return None
+        n = self.integer(f.args[0].args[0])
+        span = None if n is None else self.bounds(n)
+        if n is None or span is None or not (0 <= span.lo and span.hi <= _EXACT_ROOTS):
+            return None
+        if isinstance(w, FL.CeilToInt):         # the root of a square is exact; of another n, isqrt(n) + 1
+            return ISqrt(n - 1) + 1 if span.lo >= 1 else Min(n, ISqrt(Max(n - 1, 0)) + 1)
+        return ISqrt(n)
 
     # -- float terms ------------------------------------------------------------------
     def _rounds_alike(self, rounding: type, a: Expr, b: Expr) -> bool:

@@ -29,8 +29,9 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv as TorchShapeEnv
 # exact_cancel patches this module (pinned in tests)
 import torch.utils._sympy.functions as sympy_functions  # noqa: F401
 from torch.utils._sympy.functions import (
-    CeilToInt, CleanDiv, FloatTrueDiv, FloorDiv, FloorToInt, Identity, IntTrueDiv, LShift, Max, Min, Mod,
-    ModularIndexing, PowByNatural, PythonMod, RoundToInt, RShift, ToFloat, TruncToInt,
+    CeilToInt, CleanDiv, FloatPow, FloatTrueDiv, FloorDiv, FloorToInt, Identity, IntTrueDiv, LShift, Max, Min,
+    Mod, ModularIndexing, OpaqueUnaryFn_sqrt, PowByNatural, PythonMod, RoundToInt, RShift, ToFloat,
+    TruncToInt,
 )
 import torch.utils._pytree as pytree
 from torch.utils._sympy.numbers import IntInfinity, NegativeIntInfinity
@@ -55,7 +56,8 @@ PINNED = {
     "DynamicOutputShapeException": DynamicOutputShapeException,
     "UnsupportedOperatorException": UnsupportedOperatorException,
     "compiling_state_context": compiling_state_context,
-    "RoundToInt": RoundToInt, "SymNode": SymNode,
+    "RoundToInt": RoundToInt, "SymNode": SymNode, "FloatPow": FloatPow,
+    "OpaqueUnaryFn_sqrt": OpaqueUnaryFn_sqrt,
 }
 # Private ATen operators (a leading underscore), each pinned by the name torch prints it with.
 _aten = torch.ops.aten
