@@ -37,6 +37,9 @@ import torch.utils._pytree as pytree
 from torch.utils._sympy.numbers import IntInfinity, NegativeIntInfinity
 from torch.utils._sympy.value_ranges import ValueRanges
 
+# the check symbolic_casts makes before torch.sym_sqrt (math.sqrt raises below 0)
+check = torch._check
+
 # (name, object) pairs the pin test checks; add a row when touching a new private name.
 PINNED = {
     "TracingContext": TracingContext, "tracing": tracing, "OpOverload": OpOverload,
@@ -57,7 +60,7 @@ PINNED = {
     "UnsupportedOperatorException": UnsupportedOperatorException,
     "compiling_state_context": compiling_state_context,
     "RoundToInt": RoundToInt, "SymNode": SymNode, "FloatPow": FloatPow,
-    "OpaqueUnaryFn_sqrt": OpaqueUnaryFn_sqrt,
+    "OpaqueUnaryFn_sqrt": OpaqueUnaryFn_sqrt, "check": check,
 }
 # Private ATen operators (a leading underscore), each pinned by the name torch prints it with.
 _aten = torch.ops.aten
