@@ -34,12 +34,15 @@ so the sub-expression becomes integer nodes that every strategy reasons about:
   correctly rounded, and so does the C library's ``pow``, whose error before
   its one final rounding is far below half a unit in the last place (glibc
   documents 0.52 ULP in all; measured: ``(r*r) ** 0.5 == r`` for every
-  ``r <= 2**25``); the root of any other ``n`` lies at least
-  ``1/(2*sqrt(n) + 1) > 2**-26`` from every integer (``|n - k*k| >= 1``), while a
-  unit in the last place of a root below ``2**25`` is at most ``2**-28``, so a
-  result within 2 units of the root lies strictly between the same two
-  integers.  Past ``2**50`` that margin shrinks: ``math.sqrt(2**52 + 2**27)``
-  rounds up to ``2**26 + 1``, one more than ``isqrt``;
+  ``r <= 2**25``); any other ``n`` lies strictly between ``k*k`` and
+  ``(k+1)**2`` with ``k + 1 <= 2**25``, and its root is more than ``2**-26``
+  from both (``sqrt(n) - k = (n - k*k)/(sqrt(n) + k) >= 1/(sqrt(n) + k)``, a
+  denominator below ``2**26``; likewise for ``k + 1``), while a unit in the
+  last place of a double below ``2**25`` is at most ``2**-28``: a result
+  within 2 units of the root (``math.sqrt``: half a unit; glibc's ``pow``:
+  0.52) lies strictly between ``k`` and ``k + 1``.  Past ``2**50`` that
+  margin shrinks below a unit: ``math.sqrt(2**52 + 2**27)`` rounds up to
+  ``2**26 + 1``, one more than ``isqrt``;
 * a float that is monotone in one integer term ``t`` (``float(t)`` or ``t / c``
   through ``+ - * /`` with constants), compared with a constant, holds on an
   interval of ``t`` whose ends bisection finds in Python: ``x / 3 > 1.5`` is
