@@ -15,6 +15,7 @@ import torch
 from torch.export import Dim
 
 import shapeproof
+from shapeproof.export import ExportError
 from shapeproof.tracer.symbolic_casts import SymbolicInt, int_only_called, symbolic_casts
 
 
@@ -91,7 +92,8 @@ def test_a_grid_of_patches_exports_as_one_program_where_torch_serves_one_size(sp
 
 @pytest.mark.parametrize("spelling", SPELLINGS)
 def test_a_token_count_declared_plainly_exports_with_its_square_check_and_share(spelling):
-    """A plain Dim N: only squares reshape into a square grid, and the program checks that N is one;
+    """A plain Dim N: only squares reshape into a square grid.  The program checks that N is one and the
+    warning says what share of the declared sizes that accepts, and that the model fails at the others;
     torch.export fails (it makes the root, or N, a constant)."""
     model = TokensToGrid(spelling)
     spec = ({0: Dim("B", min=1, max=8), 1: Dim("N", min=4, max=4096)},)
@@ -105,6 +107,10 @@ def test_a_token_count_declared_plainly_exports_with_its_square_check_and_share(
         torch.testing.assert_close(ours.module()(x), model(x), rtol=0, atol=0)
     for n in (5, 63, 4095):
         assert not _runs(ours, torch.randn(1, n, 8))
+    # 63 squares from 2**2 to 64**2, for every one of the 8 batch sizes
+    share = "it accepts 504 of 32744 (B, N), 2%"
+    assert any("they narrow N by itself" in n and n.endswith(share) for n in notes), notes
+    assert any("the model fails at too (run at N = 63: RuntimeError" in n for n in notes), notes
 
 
 @pytest.mark.parametrize("spelling", SPELLINGS)
@@ -131,6 +137,19 @@ class SquareOrNot(torch.nn.Module):
         if b * g * g == b * n:
             return x.view(b, g, g).transpose(1, 2).reshape(b, n)
         return x * 2
+
+
+def test_checks_that_refuse_most_sizes_the_model_runs_at_are_an_error_as_in_torch():
+    spec = ({0: Dim("B", min=1, max=4), 1: Dim("N", min=4, max=400)},)
+    example = (torch.randn(2, 64),)
+    _, theirs_failed, _ = _export(torch.export.export, SquareOrNot(), example, spec)
+    assert theirs_failed is not None
+    with pytest.raises(ExportError) as caught:
+        shapeproof.export(SquareOrNot(), example, dynamic_shapes=spec)
+    message = str(caught.value)
+    assert "would accept, of the declared sizes, 76 of 1588 (B, N);" in message
+    assert "the model runs at N = 63, which they reject" in message
+    assert "split=True" in message
 
 
 def test_split_exports_both_sides_of_the_square_branch():
