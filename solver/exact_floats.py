@@ -368,4 +368,15 @@ class _Exact:
             exact = self.comparison(f.lhs, divs)
             if exact is not None:
                 return exact if f.op == "!=" else F.neg(exact)
-        return F.rel(f.op, self.term(f.lhs), self.term(f.rhs), divs)
+        lhs, rhs = self.term(f.lhs), self.term(f.rhs)
+        return F.rel(f.op, lhs, rhs, divs | self.cancelled(f, lhs, rhs))
+
+    def cancelled(self, f: F.Rel, lhs: Expr, rhs: Expr) -> frozenset:
+        """Where a float wrapper of ``f`` is gone from the rewritten sides, what keeps its domain: a constant
+        replaced by its value can cancel another (``math.ceil(0 / 3) * int(math.sqrt(-x))`` is ``0``, which
+        Python never computes: ``math.sqrt`` raises first), so its marker (``floats.prune_defined``
+        dropped it while the wrapper stood in a side) comes back."""
+        present = set(iter_nodes(lhs)) | set(iter_nodes(rhs))
+        gone = [w for w in set(iter_nodes(f.lhs)) | set(iter_nodes(f.rhs))
+                if isinstance(w, FLOAT_WRAPPERS) and self.term(w) not in present]
+        return frozenset().union(*(self.divisor(FL.Defined(w)) for w in gone)) if gone else frozenset()

@@ -185,3 +185,21 @@ def test_root_guards_get_the_verdicts_brute_force_gives(text, box, strategy):
         assert truth(problem.goal, point) is not True, (strategy, text, box, v.counterexample)
     if strategy in ("enumerate", "cascade") and all(hi < 100 for _, hi in box.values()):
         assert v.status is not Status.UNKNOWN, (strategy, text, box, v.reason)     # small boxes: complete
+
+
+# found by bench.fuzz_soundness (seed 40): a constant rounded to 0 cancelled a root Python raises on first
+CANCELLED = [
+    ("math.ceil(0 / 3) * int(math.sqrt(-x)) == 0", {"x": (1, 3)}),
+    ("(int((-1) ** 0.5) * math.ceil(0 / 3)) != ((5 - x) * (-1))", {"x": (2, 7)}),
+    ("((1 + y) // math.floor(3 ** 0.3)) - (int((-1) ** 0.5) * math.ceil((-3) / 16)) >= 1", {"y": (6, 8)}),
+    ("Not(5 < ((1 // x) % (y // x))) | (math.floor(2.0 ** (-2)) * math.ceil(math.sqrt(x * (-3))) <= 3)",
+     {"x": (4, 7), "y": (0, 0)}),
+]
+
+
+@pytest.mark.parametrize("text, box", CANCELLED)
+@pytest.mark.parametrize("strategy", _STRATEGY_NAMES)
+def test_a_root_cancelled_by_a_zero_still_raises_where_python_does(text, box, strategy):
+    v = prove(text, box, strategy=_STRATEGIES.get(strategy, strategy), timeout=5.0)
+    assert v.status is not Status.PROVEN, (strategy, v)
+    assert not brute_force(Problem.build(text, box))[0]
