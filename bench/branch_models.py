@@ -136,6 +136,7 @@ def _image_model(name, idiom, cls, build, ranges, example, sweep, branches, note
 
 def transformers_models() -> list[IdiomModel]:
     import transformers as tf
+    from transformers.models.deit import modeling_deit as deit
     from transformers.models.focalnet import modeling_focalnet as focalnet
     from transformers.models.mobilevit import modeling_mobilevit as mobilevit
     from transformers.models.pegasus_x import modeling_pegasus_x as pegasus_x
@@ -269,6 +270,22 @@ def transformers_models() -> list[IdiomModel]:
         [{"g": g} for g in (6, 2, 16, 3, 4, 5, 7, 9, 12, 15)],
         [(vit.ViTForMaskedImageModeling.forward, "height = width = math.floor(sequence_length**0.5)"),
          (vit.ViTEmbeddings.interpolate_pos_encoding, "if not torch.jit.is_tracing() and num_patches")],
+        note="H = W = 8g; g = 4 is the table's own grid"))
+
+    # idiom 3 as int(n ** 0.5): Python's int must return an int, so torch fixes the grid to the example's
+    # (shapeproof's traces keep it symbolic: tracer/symbolic_casts.py)
+    def deit_mim():
+        return _Main(tf.DeiTForMaskedImageModeling(tf.DeiTConfig(
+            image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+            intermediate_size=64, encoder_stride=8)), interpolate_pos_encoding=True)
+
+    models.append(IdiomModel(
+        "deit_mim", "3 square grid (int)", "DeiTForMaskedImageModeling", _seeded(deit_mim),
+        lambda p: (_image(BATCH, 3, 8 * p["g"], 8 * p["g"]),),
+        [Size(0, 2, "g", 8), Size(0, 3, "g", 8)], {"g": (2, 16)}, {"g": 6},
+        [{"g": g} for g in (6, 2, 16, 3, 4, 5, 7, 9, 12, 15)],
+        [(deit.DeiTForMaskedImageModeling.forward, "height = width = int(sequence_length**0.5)"),
+         (deit.DeiTEmbeddings.interpolate_pos_encoding, "if not torch.jit.is_tracing() and num_patches")],
         note="H = W = 8g; g = 4 is the table's own grid"))
 
     # idiom 4: spatial-reduction attention; the reduced grid is 1x1 over the bottom of the range.

@@ -5,16 +5,19 @@
 Each query is random guard *text* over 1-3 symbols (``+ - * // %``, min/max,
 ``CeilDiv``/``TruncDiv``/``int(a / b)``, float scale factors such as
 ``math.floor(0.29*float(x))`` and ``math.ceil(x / 16)``, float floor division
-such as ``(x / 3 // 1) != 4``, negative operands and divisors, Python's
+such as ``(x / 3 // 1) != 4``, square roots and powers on doubles
+(``math.floor(math.sqrt(x*y))``, ``int(x ** 0.5)``, ``math.floor(2.0 ** x)``,
+``math.isqrt(x)``), negative operands and divisors, Python's
 ``and``/``or``/``not`` and sympy's ``And``/``Or``/``Not``/``&``/``|``/``~`` in
 either order, ``True``/``False`` operands), sometimes with a fact (a third of
 them comparisons on floats, such as ``x / 3 > 1.5``), over small or unbounded
 ranges.  The oracle never uses the solver: it reads the text with Python's
 ``ast`` and evaluates a whitelist of node kinds with Python's own operators (an
-exception is "not true"); sympy's connectives it evaluates as sympy means them
-(an operand that decides does, in any order).  Ground truth is brute force over
-bounded boxes; over unbounded ranges every counterexample is checked, and
-every proof is spot-checked at a few hundred points, large ones included.
+exception is "not true", and so is a complex power such as ``(-4) ** 0.5``);
+sympy's connectives it evaluates as sympy means them (an operand that decides
+does, in any order).  Ground truth is brute force over bounded boxes; over
+unbounded ranges every counterexample is checked, and every proof is
+spot-checked at a few hundred points, large ones included.
 
 Prints one table: queries, wrong verdicts, exceptions other than
 ``ParseError``, calls past 2x the timeout + 1 s, verdict counts, the share
@@ -48,10 +51,20 @@ def _trunc_div(a, b):
     return q if (a >= 0) == (b > 0) else -q
 
 
+def _power(a, b):
+    """Python's ``a ** b``; a complex result (a negative base, a fractional exponent) counts as raising."""
+    value = a ** b
+    if isinstance(value, complex):
+        raise ValueError("complex power")
+    return value
+
+
 _CALLS = {"min": min, "max": max, "int": int, "float": float, "abs": abs, "CeilDiv": _ceil_div,
-          "TruncDiv": _trunc_div, "math.ceil": math.ceil, "math.floor": math.floor, "math.trunc": math.trunc}
+          "TruncDiv": _trunc_div, "math.ceil": math.ceil, "math.floor": math.floor, "math.trunc": math.trunc,
+          "math.sqrt": math.sqrt, "math.isqrt": math.isqrt, "math.pow": math.pow}
 _BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-           ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b, ast.Div: lambda a, b: a / b}
+           ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b, ast.Div: lambda a, b: a / b,
+           ast.Pow: _power}
 _COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
             ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
 
@@ -211,6 +224,10 @@ class Generator:
             f"math.ceil({a} / 3)", f"math.floor({a} / {b})", f"math.trunc(float({a}) * 0.1 * 3)",
             f"math.ceil(float({a}) * {scale} * {b})", f"math.floor({a} / {scale})",
             f"int({a} / {b} * {scale})", f"int({a} / 3 // 1)",
+        ] + [        # roots and powers: exact as isqrt up to 2**50, IEEE doubles past it, undefined below 0
+            f"math.floor(math.sqrt({a}))", f"int({a} ** 0.5)", f"math.ceil(math.sqrt({a} * {b}))",
+            f"math.floor(float({a} * {a}) ** 0.5)", f"math.isqrt({a})", f"math.floor({a} ** {scale})",
+            f"math.floor(2.0 ** {a})", f"math.trunc(math.pow({a}, 0.5) * {b})",
         ])
 
     def relation(self, syms, depth: int) -> str:
@@ -225,7 +242,8 @@ class Generator:
         rng = self.rng
         return rng.choice([f"{a} / {b} {op} {self.leaf(syms)}", f"{a} * 0.1 * 3 {op} {a} * 0.3",
                            f"float({a}) * 0.5 {op} {b}", f"{a} {op} 0.5 + {b}", f"({a} / 3 // 1) {op} {b}",
-                           f"{a} / 3 {op} 1.5", f"({a} / 7 % 1) {op} 0.5"])
+                           f"{a} / 3 {op} 1.5", f"({a} / 7 % 1) {op} 0.5", f"math.sqrt({a}) {op} {b}",
+                           f"{a} ** 0.5 {op} 2.5"])
 
     def condition(self, syms, depth: int, size: int) -> str:
         rng = self.rng

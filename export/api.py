@@ -11,17 +11,22 @@ from dataclasses import dataclass, field
 import torch
 from torch.export import ExportedProgram
 
-from shapeproof.shapes import DimKind, GuardReport, Query, ShapeEnv, asserts_that_narrow
+import dataclasses
+
 from shapeproof import solver as F
+from shapeproof.shapes import (
+    DimKind, GuardReport, Query, ShapeEnv, asserts_that_narrow, joint_fixes, suggest_fixes,
+)
 from shapeproof.solver import DEFAULT_TIMEOUT
 from shapeproof.tracer import strategy_named
 from shapeproof.tracer.module_state import ModuleState
 
+from .acceptance import Acceptance, judge, share_note
 from .errors import ExportError
 from .narrow import NOT_WORTH_A_TRACE, widest_single_program
 from .regions import (
-    TRACES_PER_REGION, RegionSearch, accepted_sizes, bound_arguments, data_dependent_cause, python_guard,
-    search_regions, set_input_checks, trace, variable_sources,
+    TRACES_PER_REGION, RegionSearch, accepted_sizes, bound_arguments, canonical, data_dependent_cause,
+    python_guard, search_regions, set_input_checks, trace, variable_sources,
 )
 from .specs import apply_fixes, normalize_spec
 from .split import SplitProgram, split_program
@@ -125,7 +130,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
             return ExportResult(program, first.engine, report, time.perf_counter() - start, name, search,
                                 list(warnings))
 
-        def error(notes=(), regions=(), narrowing=None):
+        def error(notes=(), regions=(), narrowing=None, report=report):
             return ExportError(report, [first.engine.explain(v) for v in report.violations],
                                first.engine.notes + list(notes), first.failure, engine=first.engine,
                                seconds=time.perf_counter() - start, model_name=name, regions=list(regions),
@@ -187,6 +192,9 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
                       else None)
             if served is not None:
                 program, predicate, kept = served
+                acceptance = judge(model, args, kwargs, first, predicate)
+                if acceptance is not None and acceptance.refuses_valid_sizes:
+                    raise error(*_refusal(first, acceptance, timeout)) from None
                 further = "" if search.covered else ", or with a time_budget to look for a wider program"
                 accepted = accepted_sizes(predicate, search.box)
                 return result(program, search, _warn(notes + [
@@ -194,9 +202,36 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
                     f"over several dims as input checks): {_cut(kept)}"
                     + (f"; it accepts {accepted}" if accepted else "")
                     + f"; export with split=True for one package covering every region{further}"]))
-        return result(first.program, search, _warn(notes + _restriction_notes(first.engine, report, split)))
+        acceptance = judge(model, args, kwargs, first, first.region)
+        if acceptance is not None and acceptance.refuses_valid_sizes:
+            raise error(*_refusal(first, acceptance, timeout)) from None
+        narrowed = {s.name for s in acceptance.narrowed} if acceptance is not None else set()
+        notes += (_restriction_notes(first.engine, report, split, narrowed)
+                  + share_note(acceptance, with_share=bool(report.unproven)))
+        return result(first.program, search, _warn(notes))
     finally:
         after_first.restore()
+
+
+def _refusal(first, acceptance: Acceptance, timeout: float) -> tuple:
+    """``(notes, regions, narrowing, report)`` of the error where the program's checks would refuse most
+    declared sizes, some the model runs at, and narrow a named dim by itself (torch.export raises there
+    too): the checks on the narrowed dims become the error's violations, with verified fixes."""
+    engine, report = first.engine, first.report
+    canon = canonical(engine)
+    narrowed = set(acceptance.narrowed)
+    promoted = [v for v in report.restrictions if F.substitute(v.lifted, canon).free_symbols & narrowed]
+    for v in promoted:
+        v.fixes = suggest_fixes(engine, v.guard, v.lifted, timeout)
+    refused = dataclasses.replace(
+        report, violations=promoted, restrictions=[v for v in report.restrictions if v not in promoted],
+        combined_fixes=joint_fixes(engine, promoted, timeout) if promoted else None)
+    at = ", ".join(f"{k} = {v}" for k, v in (acceptance.model_runs or {}).items())
+    narrowed_names = ", ".join(s.name for s in acceptance.narrowed)
+    note = (f"the program's input checks would accept, of the declared sizes, {acceptance.text}; the model "
+            f"runs at {at}, which they reject (torch.export fails here too: a check narrows {narrowed_names} "
+            "by itself); export with split=True for one package covering the other code paths too")
+    return [note], (), None, refused
 
 
 def _cut(text: str) -> str:
@@ -271,20 +306,25 @@ def _named_relations(engine: ShapeEnv, report: GuardReport) -> list:
             if all(engine.symbols[s].kind is DimKind.STRICT for s in v.lifted.free_symbols)]
 
 
-def _restriction_notes(engine: ShapeEnv, report: GuardReport, split: bool) -> list[str]:
+def _restriction_notes(engine: ShapeEnv, report: GuardReport, split: bool,
+                       narrowed: frozenset[str] | set[str] = frozenset()) -> list[str]:
     """Say what the program's input checks narrow: ranges the user declared, or a branch taken in user code.
 
     Guards that ops need of ``Dim.AUTO``/``Dim.DYNAMIC`` dims (broadcast
     equalities, slice bounds) are what those kinds ask export to infer, and
-    torch.export keeps them silently; so does shapeproof.
+    torch.export keeps them silently; so does shapeproof.  A relation between named dims that narrows one
+    of them by itself (``narrowed``, by label) is a check torch.export fails on instead.
     """
     named = _named_relations(engine, report)
     branches = [v for v in report.restrictions
                 if all(v is not n for n in named) and v.guard.from_branch]
     notes = []
     if named:
-        notes.append("the program checks these relations between named dims on its inputs (as torch.export "
-                     "does): " + "; ".join(engine.render(v.lifted) for v in named) + _share(engine, named))
+        alone = sorted({engine.symbols[s].label for v in named for s in v.lifted.free_symbols} & narrowed)
+        like = (f"torch.export fails on them: they narrow {', '.join(alone)} by itself" if alone
+                else "as torch.export does")
+        notes.append(f"the program checks these relations between named dims on its inputs ({like}): "
+                     + "; ".join(engine.render(v.lifted) for v in named) + _share(engine, named))
     if branches:
         notes.append("the program checks on its inputs what the code decided about Dim.AUTO/Dim.DYNAMIC dims "
                      "(as torch.export does): " + "; ".join(f"{engine.render(v.lifted)} ({v.guard.where})"
@@ -327,7 +367,7 @@ def _unread_note(first) -> list[str]:
         return []
     shown = "; ".join(str(g) for g in unread[:3]) + (f" (+{len(unread) - 3} more)" if len(unread) > 3 else "")
     return [f"{len(unread)} guard(s) could not be read by the engine; the program checks them on its inputs "
-            f"and may reject shapes inside the declared ranges: {shown}"]
+            f"and may reject shapes inside the declared ranges, a share the engine cannot count: {shown}"]
 
 
 def _asserts_note(first, timeout: float) -> list[str]:

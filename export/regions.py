@@ -833,10 +833,12 @@ def variable_sources(sizes: dict[str, Expr]) -> dict[Symbol, str]:
 
 
 def accepted_sizes(predicate: F.Formula, box: dict, limit: int = 4096) -> str | None:
-    """What ``predicate`` accepts of ``box``, for messages: counted where the box has at most ``limit``
-    points (``3 of 64 (h, w): h in 2..3, w in 2..3``), else on an even grid of about ``limit`` of them
-    (``about 87% of (h, w), on an even grid of 4096``); an unbounded dim is read from its lower end over
-    ``UNBOUNDED_WINDOW`` sizes (the message says so).  None where the predicate reads no size."""
+    """What ``predicate`` accepts of ``box``, for messages: counted where the box has at most ``COUNTED``
+    points (``3 of 64 (h, w): h in 2..3, w in 2..3``; past ``limit`` points with the share, ``504 of 32744
+    (B, N), 2%``), else on an even grid of about ``limit`` of them (``about 87% of (h, w), on an even grid
+    of 4096``: a periodic check, such as a square token count, can fool it); an unbounded dim is read from
+    its lower end over ``UNBOUNDED_WINDOW`` sizes (the message says so).  None where the predicate reads no
+    size."""
     if not predicate.free_symbols:
         return None
     spans, open_ended = {}, []
@@ -848,14 +850,15 @@ def accepted_sizes(predicate: F.Formula, box: dict, limit: int = 4096) -> str | 
             open_ended.append(f"{s.name} in {lo}..{hi}")
         spans[s] = (lo, hi)
     window = f" (over {', '.join(sorted(open_ended))})" if open_ended else ""
-    grid = holding_grid(predicate, spans, max_points=limit)
+    grid = holding_grid(predicate, spans, max_points=COUNTED)
     if grid is not None:
         count, total = int(grid.mask.sum()), grid.mask.size
         names = ", ".join(s.name for s in grid.symbols)
         runs = [_runs(grid.values(k)) for k in range(len(grid.symbols))]
         listed = count and not any(r is None for r in runs)          # a comb of sizes is a count alone
-        return (f"{count} of {total} ({names})" + window
-                + (": " + ", ".join(f"{s.name} in {r}" for s, r in zip(grid.symbols, runs)) if listed else ""))
+        share = f", {_percent(count / total)}" if total > limit else ""
+        values = ": " + ", ".join(f"{s.name} in {r}" for s, r in zip(grid.symbols, runs)) if listed else ""
+        return f"{count} of {total} ({names})" + window + share + values
     per_dim = max(2, int(limit ** (1 / len(spans))))
     steps, strided = {}, {}
     for s, (lo, hi) in spans.items():
@@ -867,12 +870,19 @@ def accepted_sizes(predicate: F.Formula, box: dict, limit: int = 4096) -> str | 
     if grid is None:
         return None
     names = ", ".join(sorted(s.name for s in spans))
-    share = _percent(grid.mask.sum() / grid.mask.size)
-    about = "" if share.startswith(("under", "over")) or share in ("0%", "100%") else "about "
+    hits = int(grid.mask.sum())
+    if hits in (0, grid.mask.size):        # a sample is no proof of none or all (a check with a period)
+        return (f"{'none' if hits == 0 else 'all'} of an even grid of {grid.mask.size} sizes of ({names})"
+                f"{window}")
+    share = _percent(hits / grid.mask.size)
+    about = "" if share.startswith(("under", "over")) else "about "
     return f"{about}{share} of ({names}){window}, on an even grid of {grid.mask.size}"
 
 
 UNBOUNDED_WINDOW = 256       # sizes from a dim's lower end counted where it has no upper one (Dim.AUTO)
+# boxes counted point by point up to this size (numpy; a float power evaluates lane by lane in Python, about
+# 1 s a million)
+COUNTED = 1 << 20
 
 
 def _percent(share: float) -> str:

@@ -14,7 +14,7 @@ import sys
 import sysconfig
 from dataclasses import dataclass, field
 
-__all__ = ["Frame", "Provenance", "capture", "is_user_frame"]
+__all__ = ["Frame", "Provenance", "capture", "is_user_frame", "is_user_file"]
 
 _LIBRARY_ROOTS = tuple(
     os.path.normcase(os.path.abspath(p)) + os.sep
@@ -90,6 +90,11 @@ def _is_model_definition(library_path: str) -> bool:
     if package == "transformers":
         return os.sep + "modeling" in os.sep + library_path
     return package != "torch" and "models" in folders
+
+
+def is_user_file(filename: str) -> bool:
+    """Does ``filename`` hold the user's code (see ``capture``)?"""
+    return _is_user_file(filename)
 
 
 def is_user_frame(frame) -> bool:

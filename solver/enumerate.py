@@ -17,8 +17,9 @@ value that matters could leave int64 the box is refused (UNKNOWN) rather than
 decided from wrapped values.
 
 Float nodes (``floats.py``) are evaluated in numpy float64, which is IEEE
-double arithmetic as Python's floats are; a lane where Python would raise
-(division by zero) is undefined, and the box is refused where a float would
+double arithmetic as Python's floats are (``**`` by Python's own, lane by
+lane); a lane where Python would raise (division by zero, ``math.sqrt`` of a
+negative) is undefined, and the box is refused where a float would
 not be finite, where an int converted to float or compared with a float
 exceeds 2**53 (Python's int/float rules differ from numpy's there), or where a
 rounded value leaves int64.
@@ -207,6 +208,8 @@ class _Vectorized:
                 bad = bad | zero
                 values[row.divisor] = np.where(zero, 1.0, values[row.divisor])
             value = row.numpy(*values)
+            if row.undefined_where_not_finite:          # Python raises there (math.sqrt(-1.0), 10.0 ** 400)
+                bad = bad | ~np.isfinite(value)
         if not np.all(np.isfinite(value) | bad):
             raise _Overflow(f)
         return value, bad

@@ -27,6 +27,22 @@ so the sub-expression becomes integer nodes that every strategy reasons about:
   negative (``math.ceil``: not positive) is 0 either way.  That is
   ``math.ceil(T / 16)``, torch's ``CeilToInt(IntTrueDiv)``, and ``int(-4 / x)``
   over an unbounded ``x``;
+* ``math.floor``, ``int`` (``math.trunc``) and ``math.ceil`` of ``math.sqrt(n)``
+  or ``n ** 0.5`` for an integer term ``0 <= n <= 2**50`` are ``isqrt(n)`` (and
+  ``isqrt(n - 1) + 1``): ``float(n)`` is exact; the root of a square ``r*r`` is
+  the double ``r`` (``r <= 2**25``), which ``math.sqrt`` returns, being
+  correctly rounded, and so does the C library's ``pow``, whose error before
+  its one final rounding is far below half a unit in the last place (glibc
+  documents 0.52 ULP in all; measured: ``(r*r) ** 0.5 == r`` for every
+  ``r <= 2**25``); any other ``n`` lies strictly between ``k*k`` and
+  ``(k+1)**2`` with ``k + 1 <= 2**25``, and its root is more than ``2**-26``
+  from both (``sqrt(n) - k = (n - k*k)/(sqrt(n) + k) >= 1/(sqrt(n) + k)``, a
+  denominator below ``2**26``; likewise for ``k + 1``), while a unit in the
+  last place of a double below ``2**25`` is at most ``2**-28``: a result
+  within 2 units of the root (``math.sqrt``: half a unit; glibc's ``pow``:
+  0.52) lies strictly between ``k`` and ``k + 1``.  Past ``2**50`` that
+  margin shrinks below a unit: ``math.sqrt(2**52 + 2**27)`` rounds up to
+  ``2**26 + 1``, one more than ``isqrt``;
 * a float that is monotone in one integer term ``t`` (``float(t)`` or ``t / c``
   through ``+ - * /`` with constants), compared with a constant, holds on an
   interval of ``t`` whose ends bisection finds in Python: ``x / 3 > 1.5`` is
@@ -49,7 +65,7 @@ from . import floats as FL
 from . import formula as F
 from .bounds import Bounds
 from .evaluate import Undefined, evaluate_term
-from .nodes import FLOAT_WRAPPERS, TABLE, FloorDiv, Kind, Min
+from .nodes import FLOAT_WRAPPERS, TABLE, FloorDiv, ISqrt, Kind, Max, Min
 from .size import SizeOf
 from .terms import divisors, iter_nodes
 
@@ -57,6 +73,7 @@ __all__ = ["exact_floats"]
 
 _MANTISSA = 2 ** 53
 _NO_UNDERFLOW = 2 ** 1074   # a divisor below this keeps the sign of a nonzero quotient a/b (|a| >= 1)
+_EXACT_ROOTS = 2 ** 50      # floor(sqrt(float(n))) is isqrt(n) for 0 <= n <= this (see above)
 # a comparison's polynomial is expanded only where it has at most about this many terms
 MAX_EXPANDED_TERMS = 2000
 _MAX_SCALE = 1000           # 2**-1074 is the finest double; stay well above it
@@ -145,6 +162,9 @@ class _Exact:
 
     def rounded(self, w: Expr) -> Expr | None:
         f = w.args[0]
+        root = self.root(w)
+        if root is not None:
+            return root
         quotient = self.quotient(f)
         if quotient is not None and self._rounds_alike(type(w), *quotient):
             return _ROUNDED[type(w)](*quotient)
@@ -153,6 +173,20 @@ class _Exact:
             return None
         n, k = scaled
         return _ROUNDED[type(w)](n, Integer(2) ** k)
+
+    def root(self, w: Expr) -> Expr | None:
+        """``math.floor``/``int``/``math.ceil`` of ``math.sqrt(n)`` or ``n ** 0.5`` as ``isqrt`` (above)."""
+        f = w.args[0]
+        half = isinstance(f, FL.FloatPow) and not f.args[1].free_symbols and _constant(f.args[1]) == 0.5
+        if not ((isinstance(f, FL.FSqrt) or half) and isinstance(f.args[0], FL.ToFloat)):
+            return None
+        n = self.integer(f.args[0].args[0])
+        span = None if n is None else self.bounds(n)
+        if n is None or span is None or not (0 <= span.lo and span.hi <= _EXACT_ROOTS):
+            return None
+        if isinstance(w, FL.CeilToInt):         # the root of a square is exact; of another n, isqrt(n) + 1
+            return ISqrt(n - 1) + 1 if span.lo >= 1 else Min(n, ISqrt(Max(n - 1, 0)) + 1)
+        return ISqrt(n)
 
     # -- float terms ------------------------------------------------------------------
     def _rounds_alike(self, rounding: type, a: Expr, b: Expr) -> bool:
@@ -334,4 +368,15 @@ class _Exact:
             exact = self.comparison(f.lhs, divs)
             if exact is not None:
                 return exact if f.op == "!=" else F.neg(exact)
-        return F.rel(f.op, self.term(f.lhs), self.term(f.rhs), divs)
+        lhs, rhs = self.term(f.lhs), self.term(f.rhs)
+        return F.rel(f.op, lhs, rhs, divs | self.cancelled(f, lhs, rhs))
+
+    def cancelled(self, f: F.Rel, lhs: Expr, rhs: Expr) -> frozenset:
+        """Where a float wrapper of ``f`` is gone from the rewritten sides, what keeps its domain: a constant
+        replaced by its value can cancel another (``math.ceil(0 / 3) * int(math.sqrt(-x))`` is ``0``, which
+        Python never computes: ``math.sqrt`` raises first), so its marker (``floats.prune_defined``
+        dropped it while the wrapper stood in a side) comes back."""
+        present = set(iter_nodes(lhs)) | set(iter_nodes(rhs))
+        gone = [w for w in set(iter_nodes(f.lhs)) | set(iter_nodes(f.rhs))
+                if isinstance(w, FLOAT_WRAPPERS) and self.term(w) not in present]
+        return frozenset().union(*(self.divisor(FL.Defined(w)) for w in gone)) if gone else frozenset()

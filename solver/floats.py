@@ -7,9 +7,10 @@ kept as float nodes with Python's meaning:
 
 * float terms (not integers): ``ToFloat(t)`` (``float(t)``), ``FloatConst``
   (the double a literal denotes, stored as its exact dyadic value),
-  ``IntTrueDiv(a, b)`` (``a / b`` on ints: correctly rounded), and the binary
-  float operations ``FAdd FSub FMul FDiv FFloorDiv FMod`` and ``FNeg``, never
-  reassociated or folded;
+  ``IntTrueDiv(a, b)`` (``a / b`` on ints: correctly rounded), the binary
+  float operations ``FAdd FSub FMul FDiv FFloorDiv FMod`` and ``FNeg``, and
+  ``FloatPow`` (``a ** b``: the C library's ``pow``) and ``FSqrt``
+  (``math.sqrt``: correctly rounded), never reassociated or folded;
 * integer-valued wrappers that integer terms may contain: ``FloorToInt``,
   ``CeilToInt``, ``TruncToInt`` (``math.floor``/``math.ceil``/``int`` of a
   float), the comparisons ``FloatLt FloatLe FloatEq`` (1 when Python's
@@ -17,8 +18,9 @@ kept as float nodes with Python's meaning:
   does), and ``Defined(w)`` (1 where ``w`` evaluates without an exception).
 
 A comparison ``a < b`` with a float side is the relation ``FloatLt(a, b) != 0``.
-Where Python raises (division by zero, ``float`` or ``math.floor`` overflow)
-a node is undefined, like ``x // 0``.  ``evaluate`` gives the reference
+Where Python raises (division by zero, ``float`` or ``math.floor`` overflow,
+``math.sqrt`` of a negative) or gives a complex number (``(-8.0) ** (1/3)``) a
+node is undefined, like ``x // 0``.  ``evaluate`` gives the reference
 meaning, ``enumerate`` evaluates in numpy float64; ``exact_floats`` rewrites a
 float sub-expression into integer nodes only where every operation is exact in
 doubles over the box.  The constructors here are shared by the parser and the
@@ -36,20 +38,20 @@ from . import formula as F
 from .evaluate import Undefined, evaluate_term
 from .nodes import (
     COMPARISONS, DOUBLE_OVERFLOW, FLOAT_WRAPPERS, ROUNDING, TABLE, CeilToInt, Defined, FAdd, FDiv, FFloorDiv,
-    FloatConst, FloatEq, FloatLe, FloatLt, FloatTerm, FloorToInt, FMod, FMul, FNeg, FSub, IntTrueDiv, Kind,
-    Rounding, RoundToInt, ToFloat, TruncToInt, _Wrapper,
+    FloatConst, FloatEq, FloatLe, FloatLt, FloatPow, FloatTerm, FloorToInt, FMod, FMul, FNeg, FSqrt, FSub,
+    IntTrueDiv, Kind, Rounding, RoundToInt, ToFloat, TruncToInt, _Wrapper,
 )
 from .terms import iter_nodes
 
 __all__ = [
     "FloatTerm", "ToFloat", "FloatConst", "IntTrueDiv", "FAdd", "FSub", "FMul", "FDiv", "FFloorDiv", "FMod",
-    "FNeg", "FloorToInt", "CeilToInt", "TruncToInt", "RoundToInt", "FloatLt", "FloatLe", "FloatEq", "Defined",
-    "FLOAT_WRAPPERS", "ROUNDING", "COMPARISONS", "Rounding", "is_float", "has_floats", "float_const",
-    "to_float", "float_binop", "true_div", "round_float", "compare_float", "prune_defined", "Monotone",
-    "monotone_in",
+    "FNeg", "FloatPow", "FSqrt", "FloorToInt", "CeilToInt", "TruncToInt", "RoundToInt", "FloatLt", "FloatLe",
+    "FloatEq", "Defined", "FLOAT_WRAPPERS", "ROUNDING", "COMPARISONS", "Rounding", "is_float", "has_floats",
+    "float_const", "to_float", "float_binop", "float_call", "true_div", "round_float", "compare_float",
+    "prune_defined", "Monotone", "monotone_in",
 ]
 
-BINARY = {row.infix: row.cls for row in TABLE.values() if row.kind is Kind.FLOAT}
+BINARY = {row.infix: row.cls for row in TABLE.values() if row.kind is Kind.FLOAT and row.infix}
 
 
 def is_float(e: Expr) -> bool:
@@ -75,6 +77,11 @@ def to_float(e: Expr) -> FloatTerm:
 def float_binop(op: str, a: Expr, b: Expr) -> FloatTerm:
     """``a op b`` where at least one side is a float: Python converts the int side first."""
     return BINARY[op](to_float(a), to_float(b))
+
+
+def float_call(cls: type, *args: Expr) -> FloatTerm:
+    """A float function of ``args`` (``math.sqrt``, ``math.pow``): Python converts int arguments first."""
+    return cls(*(to_float(a) for a in args))
 
 
 def true_div(a: Expr, b: Expr) -> FloatTerm:

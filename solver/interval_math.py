@@ -13,7 +13,7 @@ from functools import reduce
 from typing import NamedTuple, Optional
 
 __all__ = ["Interval", "INF", "EVERYTHING", "point_interval", "add", "neg", "times", "power", "floordiv",
-           "ceildiv", "mod", "truncdiv", "minimum", "maximum", "sum_of", "product_of"]
+           "ceildiv", "mod", "truncdiv", "minimum", "maximum", "sum_of", "product_of", "isqrt"]
 
 INF = math.inf
 
@@ -164,3 +164,11 @@ def minimum(*parts: Interval) -> Interval:
 
 def maximum(*parts: Interval) -> Interval:
     return Interval(max(p.lo for p in parts), max(p.hi for p in parts))
+
+
+def isqrt(a: Interval) -> Maybe:
+    """``math.isqrt`` over the part of ``a`` that is not negative (None where there is none): monotone."""
+    if a.hi < 0:
+        return None
+    lo = 0 if a.lo <= 0 else math.isqrt(int(a.lo))
+    return Interval(lo, INF if a.hi == INF else math.isqrt(int(a.hi)))

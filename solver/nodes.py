@@ -14,6 +14,9 @@ code       Python code for torch's input checks (``guard_code``)
 defined    Python code that is true where ``code`` does not raise, given code of arguments that do not
            (empty: it never raises)
 names      how guard text and torch's sympy spell it (the parser's and the bridge's table)
+domain     for an integer node defined on part of the integers only: a term nonzero exactly where it
+           is defined, given its arguments are (a division's divisor; ``math.isqrt(n)``'s
+           ``max(n + 1, 0)``), which every relation reading the node carries among its divisors
 ========== =================================================================
 
 The interpreters (``evaluate``, ``bounds``, ``enumerate``, ``smt``,
@@ -40,7 +43,7 @@ Conditions join relations with connectives (``formula.py``), whose spellings mea
 
 Integer nodes mean what the Python operator means on ints:
 ``FloorDiv(-7, 2) == -4``, ``Mod(-7, 2) == 1``, ``Mod(7, -2) == -1``; division
-by zero is undefined.  They subclass ``sympy.Expr`` rather than
+by zero is undefined, and so is ``math.isqrt`` of a negative int.  They subclass ``sympy.Expr`` rather than
 ``sympy.Function`` (construction is about 30x cheaper, 2 µs vs 65 µs), and fold
 only what is exact for every input (constants with a nonzero divisor, ``x //
 1``); anything that could hide a division by zero is left to the rewriter,
@@ -52,7 +55,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 import sympy
@@ -66,7 +69,8 @@ __all__ = [
     "term_may_raise",
     "FloorDiv", "Mod", "CeilDiv", "TruncDiv", "Min", "Max",
     "FloatTerm", "FloatConst", "ToFloat", "IntTrueDiv", "FAdd", "FSub", "FMul", "FDiv", "FFloorDiv", "FMod",
-    "FNeg", "FloorToInt", "CeilToInt", "TruncToInt", "RoundToInt", "FloatLt", "FloatLe", "FloatEq", "Defined",
+    "FNeg", "FloatPow", "FSqrt", "ISqrt", "Defining", "FloorToInt", "CeilToInt", "TruncToInt", "RoundToInt",
+    "FloatLt", "FloatLe", "FloatEq", "Defined", "DOMAIN_NODES",
 ]
 
 
@@ -75,6 +79,7 @@ class Kind(str, Enum):
 
     RING = "ring"                  # sympy's +, *, ** (natural exponents)
     DIVISION = "division"          # integer division nodes: undefined where the divisor is 0
+    ROOT = "root"                  # math.isqrt: undefined for a negative int
     CHOICE = "choice"              # min, max
     FLOAT_CONST = "float_const"    # a double literal
     TO_FLOAT = "to_float"          # float(int)
@@ -127,6 +132,10 @@ class Row:
     exact_ints_below: float = 2.0 ** 62   # numpy agrees with Python on int operands below this magnitude
     quotient_node: type | None = None     # rounding of an exact quotient a/b as an integer node
     defined: Callable[..., str] = _never_raises
+    domain: Callable[..., Expr] | None = None
+    # a float node whose Python raises exactly where a finite operand gives a value that is not finite
+    # (sqrt of a negative, a complex or overflowing power): the lanes enumeration marks undefined
+    undefined_where_not_finite: bool = False
 
     @property
     def is_float(self) -> bool:
@@ -283,6 +292,39 @@ class Max(_MinMax):
     pass
 
 
+class ISqrt(_IntNode):
+    """``math.isqrt(n)``: the floor of the exact square root, undefined for a negative ``n``.
+
+    Folds a constant ``n >= 0`` and a perfect square ``c*m**2`` (``c`` a square): ``isqrt(g**2)`` is
+    ``max(g, -g)`` for every int ``g``."""
+
+    __slots__ = ()
+    may_raise = True
+
+    def __new__(cls, n):
+        n = as_term(n)
+        if n.is_Integer and n >= 0:
+            return Integer(math.isqrt(int(n)))
+        root = _square_root(n)
+        if root is not None:
+            return Max(root, -root)
+        return Expr.__new__(cls, n)
+
+
+def _square_root(n: Expr) -> Expr | None:
+    """``m`` with ``n == m**2`` exactly, when ``n`` is a square coefficient times even powers."""
+    coeff, rest = n.as_coeff_Mul()
+    if rest == 1 or not (coeff.is_Integer and coeff > 0) or math.isqrt(int(coeff)) ** 2 != int(coeff):
+        return None
+    factors = []
+    for factor in sympy.Mul.make_args(rest):
+        base, k = factor.as_base_exp()
+        if not (k.is_Integer and k > 0 and k % 2 == 0):
+            return None
+        factors.append(base ** (int(k) // 2))
+    return Integer(math.isqrt(int(coeff))) * sympy.Mul(*factors)
+
+
 class FloatTerm(_Node):
     """A float-valued node: opaque to sympy's arithmetic, so nothing is reassociated."""
 
@@ -333,6 +375,17 @@ class FMod(FloatTerm):
 
 class FNeg(FloatTerm):
     pass
+
+
+class FloatPow(FloatTerm):
+    """Python's ``a ** b`` on doubles (an int operand converted first, as Python does: ``n ** 0.5`` is
+    ``float(n) ** 0.5``, and so is ``n ** -1``): the C library's ``pow``, which is not correctly rounded
+    (``x ** 0.5 != math.sqrt(x)`` for about 1 double in 1200).  Undefined where Python raises (``0.0`` to
+    a negative power, overflow) or returns a complex number (a negative base, a fractional exponent)."""
+
+
+class FSqrt(FloatTerm):
+    """``math.sqrt(a)``: correctly rounded (IEEE 754); undefined for a negative ``a``."""
 
 
 class _Wrapper(_IntNode):
@@ -470,6 +523,68 @@ def _z3_power(sign: int, base, k):
     return z3.Product([base] * n) if n > 0 else z3.IntVal(1, base.ctx)
 
 
+class Defining(NamedTuple):
+    """A ``z3`` column's value that is a fresh integer ``r`` with ``facts(r)``: each point of the other
+    variables has exactly one ``r`` where the node is defined, so the facts add no constraint on them."""
+
+    facts: Callable[[Any], list]
+
+
+def _z3_isqrt(sign: int, n) -> Defining:
+    return Defining(lambda r: [z3.Implies(n >= 0, z3.And(r >= 0, r * r <= n, n < (r + 1) * (r + 1)))])
+
+
+def _np_isqrt(n):
+    """``math.isqrt`` lane by lane on int64 below 2**62 (0 where ``n`` is negative: undefined there): the
+    double's root is within one of the exact one, which one step each way corrects."""
+    n = np.maximum(n, 0)
+    r = np.floor(np.sqrt(np.asarray(n).astype(np.float64))).astype(np.int64)
+    r = np.where(r * r > n, r - 1, r)
+    return np.where((r + 1) * (r + 1) <= n, r + 1, r)
+
+
+def _float_pow(a: float, b: float) -> float:
+    """Python's ``a ** b`` on doubles; a complex result is undefined (``ValueError``), like ``math.pow``."""
+    value = a ** b
+    if isinstance(value, complex):
+        raise ValueError(f"{a!r} ** {b!r} is complex")
+    return value
+
+
+def _pow_lane(a, b) -> float:
+    try:
+        return _float_pow(float(a), float(b))
+    except (ZeroDivisionError, OverflowError, ValueError):
+        return math.nan
+
+
+# Python's own ``**`` lane by lane: ``np.power`` may dispatch to a vectorized ``pow`` (SVML on AVX-512)
+# that differs from the C library's in the last bit
+_np_pow_lanes = np.frompyfunc(_pow_lane, 2, 1)
+
+
+def _np_float_pow(a, b):
+    return np.asarray(_np_pow_lanes(a, b), dtype=np.float64)
+
+
+# Where ``math.pow`` (the ``code`` column) raises on finite doubles: a negative base with a fractional
+# exponent, 0.0 to a negative power, and overflow, decided in log space below 2**1023.999 (there the
+# result is below the largest double by far more than pow's error; within that last 0.07% of the
+# exponent range it is called undefined, which only ever rejects)
+_POW_OVERFLOW_LOG2 = 1023.999
+
+
+def _pow_defined(a: str, b: str) -> str:
+    return (f"(not (math.isfinite({a}) and math.isfinite({b})) or (({a} >= 0 or {b} == math.floor({b})) "
+            f"and ({a} != 0 or {b} >= 0) "
+            f"and ({a} == 0 or {b} * math.log2(abs({a})) < {_POW_OVERFLOW_LOG2})))")
+
+
+def _pow_text(p: "_TextPrinter", n: Expr) -> str:
+    base = p.plain(n.args[0])
+    return f"({'(' + base + ')' if base.startswith('-') else base} ** {p.plain(n.args[1])})"
+
+
 # ``float(n)`` and the int quotient ``a / b`` raise OverflowError from this magnitude on: the largest double
 # is 2**1024 - 2**971, and the halfway point to 2**1024 rounds (to even) up to it
 DOUBLE_OVERFLOW = 2 ** 1024 - 2 ** 970
@@ -478,6 +593,10 @@ _DOUBLE_OVERFLOW = "(2**1024 - 2**970)"
 
 def _nonzero_divisor(a: str, b: str) -> str:
     return f"{b} != 0"
+
+
+def _divisor(a: Expr, b: Expr) -> Expr:
+    return b
 
 
 def _trunc_code(a: str, b: str) -> str:
@@ -532,16 +651,17 @@ _ROWS = [
     Row(FloorDiv, Kind.DIVISION, lambda a, b: a // b, lambda a, b: a // b, I.floordiv, _z3_floordiv,
         lambda T, a, b: T.FloorDiv(a, b), _infix("//", "operand"), lambda a, b: f"({a} // {b})",
         ("FloorDiv", "CleanDiv", "IntFloorDiv", "floordiv"), divisor=1, infix="//",
-        defined=_nonzero_divisor),
+        defined=_nonzero_divisor, domain=_divisor),
     Row(Mod, Kind.DIVISION, lambda a, b: a % b, lambda a, b: a % b, I.mod, _z3_mod,
         lambda T, a, b: T.PythonMod(a, b), _infix("%", "operand"), lambda a, b: f"({a} % {b})",
-        ("Mod", "PythonMod"), divisor=1, infix="%", defined=_nonzero_divisor),
+        ("Mod", "PythonMod"), divisor=1, infix="%", defined=_nonzero_divisor, domain=_divisor),
     Row(CeilDiv, Kind.DIVISION, lambda a, b: -((-a) // b), lambda a, b: -((-a) // b), I.ceildiv,
         lambda sign, a, b: -_z3_floordiv(sign, -a, b), lambda T, a, b: -T.FloorDiv(-a, b), _call("CeilDiv"),
-        lambda a, b: f"(-((-{a}) // {b}))", ("CeilDiv",), divisor=1, defined=_nonzero_divisor),
+        lambda a, b: f"(-((-{a}) // {b}))", ("CeilDiv",), divisor=1, defined=_nonzero_divisor,
+        domain=_divisor),
     Row(TruncDiv, Kind.DIVISION, trunc_div, _np_trunc_div, I.truncdiv, _z3_truncdiv,
         lambda T, a, b: T.TruncToInt(T.IntTrueDiv(a, b)), _call("TruncDiv"), _trunc_code, ("TruncDiv",),
-        divisor=1, defined=_nonzero_divisor),
+        divisor=1, defined=_nonzero_divisor, domain=_divisor),
     # -- choice -----------------------------------------------------------------------------------
     Row(Min, Kind.CHOICE, lambda *xs: min(xs), lambda *xs: np.minimum.reduce(np.broadcast_arrays(*xs)),
         I.minimum,
@@ -551,6 +671,12 @@ _ROWS = [
         I.maximum,
         _z3_pick(lambda a, out: a > out), lambda T, *xs: T.Max(*xs), _call("max"),
         lambda *xs: f"max({', '.join(xs)})", ("max", "Max", "sym_max", "torch.sym_max")),
+    # -- integer square root ----------------------------------------------------------------------
+    Row(ISqrt, Kind.ROOT, math.isqrt, _np_isqrt, I.isqrt, _z3_isqrt,
+        Unmodelled("torch has no integer square root (FloorToInt(OpaqueUnaryFn_sqrt(ToFloat(n))) is one "
+                   "only below 2**52)"),
+        _call("math.isqrt"), lambda a: f"math.isqrt({a})", ("math.isqrt", "isqrt"),
+        defined=lambda a: f"{a} >= 0", domain=lambda n: Max(n + 1, 0)),
     # -- floats (Python's doubles) ------------------------------------------------------------------
     Row(FloatConst, Kind.FLOAT_CONST, lambda v: v, np.float64, lambda v: I.EVERYTHING, _NO_FLOAT_Z3,
         lambda T, v: sympy.Float(v), lambda p, n: repr(n.value), lambda v: f"({v!r})"),
@@ -570,6 +696,15 @@ _ROWS = [
     _float_binary(FMod, "%", np.remainder, Unmodelled("torch has no float modulo node"), divisor=1),
     Row(FNeg, Kind.FLOAT, lambda a: -a, np.negative, _FLOAT_BOUND, _NO_FLOAT_Z3, lambda T, a: -a,
         lambda p, n: f"(-{p.plain(n.args[0])})", lambda a: f"(-{a})"),
+    # ``math.pow`` is ``**`` on doubles wherever ``**`` is real, and raises where it is complex
+    Row(FloatPow, Kind.FLOAT, _float_pow, _np_float_pow, _FLOAT_BOUND, _NO_FLOAT_Z3,
+        lambda T, a, b: T.FloatPow(a, b), _pow_text, lambda a, b: f"math.pow({a}, {b})",
+        ("FloatPow", "math.pow"), infix="**", defined=_pow_defined, undefined_where_not_finite=True),
+    # numpy's sqrt is IEEE's, correctly rounded as math.sqrt is
+    Row(FSqrt, Kind.FLOAT, math.sqrt, np.sqrt, _FLOAT_BOUND, _NO_FLOAT_Z3,
+        lambda T, a: T.OpaqueUnaryFn_sqrt(a), _call("math.sqrt", "bare"), lambda a: f"math.sqrt({a})",
+        ("math.sqrt", "sqrt", "OpaqueUnaryFn_sqrt", "torch._sym_sqrt", "sym_sqrt", "torch.sym_sqrt"),
+        defined=lambda a: f"not ({a} < 0)", undefined_where_not_finite=True),
     _rounding(FloorToInt, Rounding.FLOOR, "math.floor", math.floor, np.floor, "FloorToInt",
               ("math.floor", "floor", "FloorToInt"), FloorDiv),
     _rounding(CeilToInt, Rounding.CEIL, "math.ceil", math.ceil, np.ceil, "CeilToInt",
@@ -614,3 +749,5 @@ FLOAT_WRAPPERS: tuple[type[Expr], ...] = tuple(row.cls for row in _ROWS if row.i
 ROUNDING = {row.rounding: row.cls for row in _ROWS if row.rounding is not None}
 COMPARISONS: tuple[type[Expr], ...] = tuple(row.cls for row in _ROWS if row.kind is Kind.COMPARISON)
 DIVISION_NODES: tuple[type[Expr], ...] = tuple(row.cls for row in _ROWS if row.kind is Kind.DIVISION)
+# integer nodes defined on part of the integers only (their ``domain`` column)
+DOMAIN_NODES: tuple[type[Expr], ...] = tuple(row.cls for row in _ROWS if row.domain is not None)

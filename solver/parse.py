@@ -21,7 +21,8 @@ one step each, so parsing is linear and hostile text fails fast.
 Integer division nodes remember their divisor even when sympy cancels them
 (``x // y - x // y`` is ``0`` but still undefined at ``y == 0``).  Float
 operations (``/``, ``sym_float``, ``0.5``) keep Python's double-precision
-meaning (``floats.py``).
+meaning (``floats.py``), and so does ``**`` with a float side or a negative
+exponent (``n ** 0.5``, ``x ** -1``), as in Python.
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ from . import floats as FL
 from . import formula as F
 from .size import Size, SizeOf
 from .nodes import Kind, Row, rows_named
-from .terms import FloorDiv, Max, Mod, symbol
+from .terms import FloorDiv, Max, Mod, divisors, symbol
 
 __all__ = ["ParseError", "parse", "parse_condition", "parse_term", "Limits"]
 
@@ -202,6 +203,22 @@ def _pow(p: "_Parser", args, pos):
     return p.power(args[0], args[1], pos)
 
 
+def _float_fn(cls) -> Callable:
+    """A float function (``math.sqrt``, ``math.pow``, ``FloatPow``): int arguments converted first."""
+    def apply(p: "_Parser", args, pos):
+        nums = [p.number(v, pos) for v in args]
+        return _Num(FL.float_call(cls, *(n.expr for n in nums)), _merge(*nums), real=True)
+    return apply
+
+
+def _root_fn(node) -> Callable:
+    def apply(p: "_Parser", args, pos):
+        n = p.integer(args[0], pos)
+        root = node(n.expr)
+        return _Num(root, n.divs | divisors([root]))       # kept if sympy cancels the node
+    return apply
+
+
 # sympy's And and Or (also spelled ``&`` and ``|``): order-independent, absorbing (``formula``)
 _SYMPY_AND = functools.partial(F.conj, ordered=False)
 _SYMPY_OR = functools.partial(F.disj, ordered=False)
@@ -220,6 +237,8 @@ _BUILDERS: dict[Kind, Callable[[Row], tuple[int | None, Callable]]] = {
     Kind.ROUNDING: lambda row: (1, _round_fn(cast(FL.Rounding, row.rounding))),
     Kind.TO_FLOAT: lambda row: (1, _to_real),
     Kind.RING: lambda row: (2, _pow),                   # only ``**`` has a spelling as a function
+    Kind.FLOAT: lambda row: (2 if row.infix else 1, _float_fn(row.cls)),
+    Kind.ROOT: lambda row: (1, _root_fn(row.cls)),
 }
 
 _FUNCTIONS: dict[str, tuple[int | None, Callable]] = {
@@ -614,8 +633,8 @@ class _Parser:
     def power(self, base, exponent, pos: int) -> _Num:
         base, exponent = self.number(base, pos), self.number(exponent, pos)
         e = exponent.expr
-        if base.real or exponent.real:
-            raise ParseError("powers of floats are not supported", self.text, pos)
+        if base.real or exponent.real or (e.is_Integer and e < 0):     # Python's float power
+            return _Num(FL.float_binop("**", base.expr, e), _merge(base, exponent), real=True)
         if not (e.is_Integer and 0 <= e <= self.limits.max_exponent):
             raise ParseError(f"exponent must be an integer literal from 0 to {self.limits.max_exponent}",
                              self.text, pos)

@@ -15,7 +15,10 @@ SMT-LIB ``x div 0`` is an unconstrained value, so each relation carries
 ``b != 0`` for its divisors (see ``formula``); Python's ``or`` is encoded left to right as it
 evaluates, sympy's ``Or`` as any operand holding.
 Interval bounds of division nodes are added as hints, guarded by every divisor
-within the node being nonzero, so they never constrain those free values.  Z3
+within the node being nonzero, so they never constrain those free values.
+``math.isqrt(n)`` is a fresh integer ``r`` with ``r >= 0, r*r <= n < (r+1)**2``
+where ``n >= 0`` (its row's ``Defining`` column): one ``r`` per point, so a model
+is a counterexample and a proof holds.  Z3
 runs under a deterministic ``rlimit`` and a wall-clock timeout; running out is
 UNKNOWN, never a verdict.  It does not always stop at either (a sum of 199
 floor divisions ran 7 s under a 0.5 s timeout), so it runs in a helper process
@@ -39,7 +42,7 @@ from sympy import Expr, Symbol
 from . import formula as F
 from . import z3_process
 from .bounds import Bounds, INF
-from .nodes import FLOAT_WRAPPERS, Defined, iter_nodes, row_of
+from .nodes import FLOAT_WRAPPERS, Defined, Defining, iter_nodes, row_of
 from .problem import Deadline, OutOfTime, Problem
 from .strategy import Outcome, Strategy, check_counterexample, proven, refuted, unknown
 from .terms import divisors
@@ -77,6 +80,7 @@ class Encoder:
         self.memo: dict[Expr, z3.ArithRef] = {}
         self.hints: list[z3.BoolRef] = []
         self.evaluates: dict[Expr, z3.BoolRef] = {}     # float node -> whether it evaluates (free)
+        self.defined: list[z3.ArithRef] = []            # fresh integers of ``Defining`` columns
 
     def var(self, sym: Symbol) -> z3.ArithRef:
         if sym not in self.vars:        # numbered: a symbol's name may be any source path
@@ -111,7 +115,12 @@ class Encoder:
         args = [self.term(a) for a in t.args]
         sign = self._sign(t.args[row.divisor]) if row.divisor is not None else 0
         out = row.z3(sign, *args)
-        if row.divisor is not None:
+        if isinstance(out, Defining):         # a fresh integer, numbered: the text must not depend on the run
+            value = z3.Int(f"r{len(self.defined)}", self.ctx)
+            self.defined.append(value)
+            self.hints.extend(out.facts(value))
+            out = value
+        if row.domain is not None:
             self._hint(t, out)
         return out
 

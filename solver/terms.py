@@ -17,7 +17,8 @@ from sympy import Expr, Symbol
 from sympy.printing.str import StrPrinter
 
 from .nodes import (
-    DIVISION_NODES, CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, as_term, iter_nodes, trunc_div,
+    DIVISION_NODES, DOMAIN_NODES, TABLE, CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, as_term, iter_nodes,
+    trunc_div,
 )
 
 __all__ = [
@@ -82,12 +83,16 @@ def is_term(value) -> bool:
 
 
 def divisors(terms: Iterable[Expr]) -> frozenset[Expr]:
-    """The non-constant divisors in ``terms``: each must be nonzero for the terms to be defined."""
+    """The terms that must be nonzero for ``terms`` to be defined: each non-constant divisor, and the
+    ``domain`` of every other node defined on part of the integers (``nodes.py``)."""
     found = set()
     for term in terms:
         for node in iter_nodes(term):
-            if isinstance(node, DIVISION_NODES) and not (node.args[1].is_Integer and node.args[1] != 0):
-                found.add(node.args[1])
+            domain = TABLE[type(node)].domain if isinstance(node, DOMAIN_NODES) else None
+            if domain is not None:
+                d = domain(*node.args)
+                if not (d.is_Integer and d != 0):
+                    found.add(d)
     return frozenset(found)
 
 

@@ -16,7 +16,7 @@ from sympy import Integer
 from shapeproof.solver import interval_math as I
 from shapeproof.solver.evaluate import Undefined, evaluate_term, holds
 from shapeproof.solver.guard_code import _Printer
-from shapeproof.solver.nodes import TABLE, Kind, Row, Unmodelled
+from shapeproof.solver.nodes import TABLE, Defining, FloatPow, FSqrt, ISqrt, Kind, Row, Unmodelled
 from shapeproof.solver.parse import parse_condition, parse_term
 from shapeproof.solver.terms import symbol, term_str
 
@@ -29,16 +29,36 @@ FLOAT_ARGS = {Kind.FLOAT, Kind.ROUNDING, Kind.COMPARISON}
 def _arity(row: Row, rng: random.Random) -> int:
     if row.kind in (Kind.RING, Kind.CHOICE) and row.cls is not sympy.Pow:
         return rng.randint(2, 4)
-    if row.kind in (Kind.TO_FLOAT, Kind.ROUNDING, Kind.DEFINED,
-                    Kind.FLOAT_CONST) or row.cls.__name__ == "FNeg":
+    if row.kind in (Kind.TO_FLOAT, Kind.ROUNDING, Kind.DEFINED, Kind.FLOAT_CONST,
+                    Kind.ROOT) or row.cls.__name__ in ("FNeg", "FSqrt"):
         return 1
     return 2
+
+
+def _wide_float(rng: random.Random) -> float:
+    """A double over the whole range the power and root nodes see: sizes as doubles (up to 2**53 and past
+    it), tiny and huge magnitudes (where ``**`` underflows or overflows), the exponents code writes."""
+    return rng.choice([
+        rng.uniform(-50, 50), float(rng.randint(-20, 20)), rng.randint(-20, 20) + 0.5, 0.5, -0.5, 2.0, 0.0,
+        -0.0, float(rng.randint(0, 2 ** 53)), float(rng.randint(0, 2 ** 26) ** 2),
+        math.copysign(10.0 ** rng.uniform(-300, 300), rng.random() - 0.3)])
+
+
+def _wide_int(rng: random.Random) -> int:
+    """An int for ``isqrt``: small ones of either sign, squares and their neighbours up to int64's edge."""
+    r = rng.choice([rng.randint(0, 2 ** 15), rng.randint(0, 2 ** 31 - 2)])
+    return rng.choice([rng.randint(-60, 60), r * r, r * r - 1, r * r + 1, (r + 1) * (r + 1) - 1,
+                       rng.randint(0, 2 ** 62 - 1)])
 
 
 def _args(row: Row, rng: random.Random) -> list:
     """Random Python arguments in the row's domain (divisors nonzero; an exponent natural and small)."""
     n = _arity(row, rng)
-    if row.kind in FLOAT_ARGS:
+    if row.cls in (FloatPow, FSqrt):
+        values = [_wide_float(rng) for _ in range(n)]
+    elif row.cls is ISqrt:
+        values = [_wide_int(rng)]
+    elif row.kind in FLOAT_ARGS:
         values = [rng.choice([rng.uniform(-50, 50), float(rng.randint(-20, 20)), rng.randint(-20, 20) + 0.5])
                   for _ in range(n)]
         if row.kind is Kind.COMPARISON and rng.random() < 0.3:
@@ -121,8 +141,25 @@ def test_z3_agrees_with_python(row):
         encoded = [z3.IntVal(a, ctx) for a in args]
         signs = [0] if row.divisor is None else [0, 1 if args[row.divisor] > 0 else -1]
         for sign in signs:
-            got = z3.simplify(row.z3(sign, *encoded)).as_long()
+            out = row.z3(sign, *encoded)
+            if isinstance(out, Defining):          # a fresh integer: its facts must force Python's value
+                if any(abs(a) > 2 ** 40 for a in args):
+                    continue                       # nonlinear: Z3 takes seconds on such constants
+                r = z3.Int("r", ctx)
+                if expected is None:               # undefined there: the facts leave it free
+                    assert _solve(ctx, out.facts(r)) == z3.sat
+                    continue
+                assert _solve(ctx, [*out.facts(r), r == expected]) == z3.sat, (row.cls.__name__, args)
+                assert _solve(ctx, [*out.facts(r), r != expected]) == z3.unsat, (row.cls.__name__, args)
+                continue
+            got = z3.simplify(out).as_long()
             assert got == expected, (row.cls.__name__, args, sign)
+
+
+def _solve(ctx, facts):
+    solver = z3.Solver(ctx=ctx)
+    solver.add(*facts)
+    return solver.check()
 
 
 def _node(row: Row, args):
@@ -204,6 +241,10 @@ def test_every_spelling_parses_to_the_row(row):
             expected = math.floor(row.python(args[0]) / 3)
         elif row.kind is Kind.TRUE_DIV:
             text, expected = f"math.floor({name}(x0, x1))", math.floor(row.python(*args))
+        elif row.kind is Kind.FLOAT:            # a float function: rounded to be a term
+            text = f"math.floor({name}({', '.join(repr(a) for a in args)}))"
+            value = _python(row, args)
+            expected = None if value is None or not math.isfinite(value) else math.floor(value)
         else:
             shown = [repr(a) if isinstance(a, float) or (row.cls is sympy.Pow and i == 1) else f"x{i}"
                      for i, a in enumerate(args)]

@@ -267,7 +267,7 @@ def test_the_next_trace_crosses_as_few_guards_as_it_can():
     assert _next_point(first, regions, box, {"H": 2, "W": 2}, "cascade", 5.0) == {"H": 64, "W": 32}
 
 
-def test_what_a_region_accepts_is_counted_over_a_small_box_and_estimated_over_a_large_one():
+def test_what_a_region_accepts_is_counted_up_to_a_million_sizes_and_estimated_past_them():
     from shapeproof import solver as S
     from shapeproof.export.regions import accepted_sizes
 
@@ -279,7 +279,11 @@ def test_what_a_region_accepts_is_counted_over_a_small_box_and_estimated_over_a_
     assert accepted_sizes(S.gt(h, 9), {h: (2, 8)}) == "0 of 7 (h)"
     # unbounded (Dim.AUTO): counted from the lower end over a window the message names
     assert accepted_sizes(region, {h: (2, 8), w: (2, None)}) == "342 of 1792 (h, w) (over w in 2..257)"
-    # too many to count: estimated on an even grid (its one row h = 1 of 63 stands for h <= 3)
-    assert accepted_sizes(region, {h: (1, 1000), w: (1, 1000)}) == "about 1% of (h, w), on an even grid of 3969"
+    # a million sizes are counted, with the share; past that, estimated on an even grid, which says so, and
+    # which a periodic check can fool: none of its sizes has h <= 3 and w % 3 != 1 (0.07% of the box do)
+    assert accepted_sizes(region, {h: (1, 1000), w: (1, 1000)}) == "1998 of 1000000 (h, w), under 1%"
+    big = {h: (1, 3000), w: (1, 3000)}
+    assert accepted_sizes(region, big) == "none of an even grid of 3969 sizes of (h, w)"
+    assert accepted_sizes(S.gt(h + w, 3000), big) == "about 49% of (h, w), on an even grid of 3969"
     assert accepted_sizes(S.gt(h, 500), {h: (1, 1000), w: (1, 1000)}) == "500 of 1000 (h): h in 501..1000"
     assert accepted_sizes(S.TRUE, {h: (1, 8)}) is None                        # reads no size

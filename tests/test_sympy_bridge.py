@@ -37,6 +37,13 @@ TERMS = [
     ("LShift/RShift", lambda a, b: T.LShift(a, 2) + T.RShift(a, 1), (s0, s1), POSITIVE),
     ("Identity", lambda a, b: T.Identity(a + b), (x, s1), SIGNED),
     ("nested", lambda a, b: T.FloorDiv(T.PythonMod(3 * a + 1, b) + a, b + 1), (x, s1), SIGNED),
+    # ``math.floor(n ** 0.5)``, ``int(n ** 0.5)``, ``math.floor(torch.sym_sqrt(n))`` as torch records them
+    ("FloorToInt(FloatPow)", lambda a, b: T.FloorToInt(T.FloatPow(T.ToFloat(a * b), 0.5)), (s0, s1),
+     POSITIVE),
+    ("TruncToInt(FloatPow)", lambda a, b: T.TruncToInt(T.FloatPow(T.ToFloat(a + b), sympy.Float(-0.5)) * 100),
+     (s0, s1), POSITIVE),
+    ("FloorToInt(OpaqueUnaryFn_sqrt)", lambda a, b: T.FloorToInt(T.OpaqueUnaryFn_sqrt(T.ToFloat(a * b + 7))),
+     (s0, s1), POSITIVE),
 ]
 
 
@@ -58,6 +65,9 @@ CONDITIONS = [
     sympy.Gt(T.FloorDiv(s0 * s1, s1), 5), sympy.Ge(s0, T.Max(s1, 4)),
     sympy.And(sympy.Ne(s0, 1), sympy.Eq(T.Mod(s0, 2), 0)), sympy.Or(sympy.Eq(s0, s1), sympy.Gt(s0, 9)),
     sympy.Not(sympy.Eq(s0, 3)), sympy.Lt(T.IntTrueDiv(s0, 3), 2),
+    sympy.Eq(T.FloorToInt(T.FloatPow(T.ToFloat(s0 * s1), 0.5)) ** 2, s0 * s1),
+    sympy.Lt(T.OpaqueUnaryFn_sqrt(T.ToFloat(s0)), 2.5),
+    sympy.Ge(T.FloatPow(T.ToFloat(s0), T.ToFloat(s1)), 100),
 ]
 
 

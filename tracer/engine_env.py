@@ -57,6 +57,7 @@ from .size_asserts import sizes_checked_against_inputs
 from .loop_bodies import loop_bodies_unfollowed
 from .size_tracking import SizeTracker
 from .sym_expr_cache import cached_sym_exprs
+from .symbolic_casts import symbolic_casts
 from .symbolic_range import symbolic_ranges
 from .sympy_bridge import Conversions, UnsupportedExpression, bounds_of
 from .torch_internals import (
@@ -604,7 +605,7 @@ def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None
 @contextmanager
 def _traced(context: TracingContext, merging: BranchMerging):
     with tracing(context), exact_cancellation(), symbolic_ranges(), symbolic_rnns(), loop_bodies_unfollowed():
-        with sizes_checked_against_inputs(), cached_sym_exprs():
+        with sizes_checked_against_inputs(), cached_sym_exprs(), symbolic_casts():
             try:
                 yield
             finally:

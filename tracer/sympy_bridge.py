@@ -7,9 +7,10 @@ the ``names`` column of ``shapeproof.solver.nodes`` (torch's class names are
 the spellings guard text uses); conversion is memoized per call so shared
 subexpressions convert once.  Anything
 without an exact meaning here (bit operations, ``Where``,
-opaque float functions, infinities inside an expression) raises
+opaque float functions other than ``sqrt``, infinities inside an expression) raises
 ``UnsupportedExpression``, and callers fall back to torch's own answer.
-Float-valued parts (``ToFloat``, true division, float constants) become the
+Float-valued parts (``ToFloat``, true division, float constants, ``FloatPow``,
+``OpaqueUnaryFn_sqrt``) become the
 solver's float nodes (``shapeproof.solver.floats``), which keep Python's
 double-precision meaning; a float sum or product is evaluated in argument order.
 """
@@ -177,6 +178,8 @@ _BUILDERS: dict[Kind, Callable] = {
     Kind.TRUE_DIV: lambda c, e, row: c.true_div(*e.args),
     Kind.TO_FLOAT: lambda c, e, row: FL.to_float(c.value(e.args[0])),
     Kind.ROUNDING: lambda c, e, row: c.rounded(e, row.rounding),
+    # the float functions torch names (FloatPow, OpaqueUnaryFn_sqrt): Python's, on doubles
+    Kind.FLOAT: lambda c, e, row: FL.float_call(row.cls, *(c.value(a) for a in e.args)),
 }
 _SYMPY_RING: dict[type, Callable] = {
     sympy.Add: lambda c, e, row: c._combine("+", e.args),

@@ -29,12 +29,16 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv as TorchShapeEnv
 # exact_cancel patches this module (pinned in tests)
 import torch.utils._sympy.functions as sympy_functions  # noqa: F401
 from torch.utils._sympy.functions import (
-    CeilToInt, CleanDiv, FloatTrueDiv, FloorDiv, FloorToInt, Identity, IntTrueDiv, LShift, Max, Min, Mod,
-    ModularIndexing, PowByNatural, PythonMod, RoundToInt, RShift, ToFloat, TruncToInt,
+    CeilToInt, CleanDiv, FloatPow, FloatTrueDiv, FloorDiv, FloorToInt, Identity, IntTrueDiv, LShift, Max, Min,
+    Mod, ModularIndexing, OpaqueUnaryFn_sqrt, PowByNatural, PythonMod, RoundToInt, RShift, ToFloat,
+    TruncToInt,
 )
 import torch.utils._pytree as pytree
 from torch.utils._sympy.numbers import IntInfinity, NegativeIntInfinity
 from torch.utils._sympy.value_ranges import ValueRanges
+
+# the check symbolic_casts makes before torch.sym_sqrt (math.sqrt raises below 0)
+check = torch._check
 
 # (name, object) pairs the pin test checks; add a row when touching a new private name.
 PINNED = {
@@ -55,7 +59,8 @@ PINNED = {
     "DynamicOutputShapeException": DynamicOutputShapeException,
     "UnsupportedOperatorException": UnsupportedOperatorException,
     "compiling_state_context": compiling_state_context,
-    "RoundToInt": RoundToInt, "SymNode": SymNode,
+    "RoundToInt": RoundToInt, "SymNode": SymNode, "FloatPow": FloatPow,
+    "OpaqueUnaryFn_sqrt": OpaqueUnaryFn_sqrt, "check": check,
 }
 # Private ATen operators (a leading underscore), each pinned by the name torch prints it with.
 _aten = torch.ops.aten
