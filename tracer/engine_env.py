@@ -55,6 +55,7 @@ from .fake_mode import EngineFakeTensorMode
 from .rnn_shapes import symbolic_rnns
 from .size_asserts import sizes_checked_against_inputs
 from .loop_bodies import loop_bodies_unfollowed
+from .loops import LoopRolling
 from .size_tracking import SizeTracker
 from .sym_expr_cache import cached_sym_exprs
 from .symbolic_range import symbolic_ranges
@@ -190,6 +191,8 @@ class EngineShapeEnv(TorchShapeEnv):
         self.bool_symbols: set = set()  # unbacked symbols torch made for booleans of data (``bool(t)``)
         # set by engine_tracing: ``if``s on sizes whose body the trace takes for every input
         self.branch_merging: BranchMerging | None = None
+        # set by engine_tracing: loops over sizes rolled into one scan
+        self.loop_rolling: LoopRolling | None = None
 
     # -- symbols -----------------------------------------------------------------
     def create_symbol(self, val, source, dynamic_dim=None, constraint_dim=None, positive=True,
@@ -598,14 +601,16 @@ def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None
                                      constants=buffers)
     torch_env.size_tracker = fake_mode.size_tracker
     torch_env.branch_merging = BranchMerging(torch_env, unmerged)
-    return _traced(TracingContext(fake_mode), torch_env.branch_merging), torch_env
+    torch_env.loop_rolling = LoopRolling(torch_env, unmerged)
+    return _traced(TracingContext(fake_mode), torch_env.branch_merging, torch_env.loop_rolling), torch_env
 
 
 @contextmanager
-def _traced(context: TracingContext, merging: BranchMerging):
+def _traced(context: TracingContext, merging: BranchMerging, rolling: LoopRolling):
     with tracing(context), exact_cancellation(), symbolic_ranges(), symbolic_rnns(), loop_bodies_unfollowed():
         with sizes_checked_against_inputs(), cached_sym_exprs():
             try:
                 yield
             finally:
                 merging.abandon()
+                rolling.abandon()

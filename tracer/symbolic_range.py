@@ -25,10 +25,11 @@ from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw, static
 from shapeproof.shapes import is_user_frame
 
 from .patching import SharedPatch
+from .torch_internals import TracingContext
 
-__all__ = ["symbolic_ranges", "symbolic_range"]
+__all__ = ["symbolic_ranges", "symbolic_range", "builtin_range"]
 
-_range = builtins.range
+_range = builtin_range = builtins.range
 
 
 def symbolic_range(*args):
@@ -47,8 +48,15 @@ def symbolic_range(*args):
         hint = guarding_hint_or_throw(n)
         k = max(hint, 0)
         if not statically_known_true(n == k if k > 0 else n <= 0):
-            return _range(*args)
+            rolled = _roll(sys._getframe(2), start, stop, step, n)      # a loop rolled into one scan (loops)
+            return _range(*args) if rolled is None else rolled
     return tuple(start + i * step if i else start for i in _range(k))
+
+
+def _roll(frame, start, stop, step, n):
+    rolling = getattr(getattr(getattr(TracingContext.try_get(), "fake_mode", None), "shape_env", None),
+                      "loop_rolling", None)
+    return None if rolling is None else rolling.roll(frame, start, stop, step, n)
 
 
 class _RangeType(type):
