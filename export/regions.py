@@ -107,7 +107,8 @@ class Trace:
         of every graph: a scan's or cond's body is a graph of its own, called by name from the top one)."""
         if self.program is None:
             return None
-        graphs = [m.code for _, m in self.program.graph_module.named_modules() if isinstance(m, torch.fx.GraphModule)]
+        graphs = [m.code for _, m in self.program.graph_module.named_modules()
+                  if isinstance(m, torch.fx.GraphModule)]
         return "\n".join(graphs) + "\n" + str(self.program.graph_signature)
 
 
@@ -327,9 +328,10 @@ def unmerged_after(torch_env: EngineShapeEnv, program) -> frozenset:
     write of the program, where dropping the copy would change what the write reaches."""
     merging, rolling = torch_env.branch_merging, torch_env.loop_rolling
     assert merging is not None and rolling is not None, "engine traces merge branches and roll loops"
+    refused = frozenset(merging.refused) | rolling.refused_after(program)
     if program is None or not merging.merged:
-        return frozenset(merging.refused) | rolling.refused_after(program)
-    return frozenset(merging.refused) | copies_written(program.graph, merging.merged) | rolling.refused_after(program)
+        return refused
+    return refused | copies_written(program.graph, merging.merged)
 
 
 def _export_once(model, args, kwargs, spec, strategy: str, timeout: float, options: dict | None,

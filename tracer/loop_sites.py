@@ -31,6 +31,11 @@ the user's own statements (its lines keep their numbers, so the program's
 nodes point at the user's source); ``loops`` runs it under torch's ``scan``,
 whose tracing (dynamo, ``fullgraph``) refuses any effect on Python state
 the body could have, and proves the carried shapes a fixpoint.
+
+``torch.tensor(list(range(n)))``, ``torch.tensor(range(n))`` and
+``torch.tensor([e(i) for i in range(n)])`` (``as_tensor`` alike), with
+``e`` integer arithmetic of ``i`` and constants that int64 computes as
+Python does, are an ``arange`` (``ArangeSite``).
 """
 from __future__ import annotations
 
@@ -43,7 +48,8 @@ from types import CodeType, FrameType
 
 from .branch_sites import Refusal, _function_node, _instructions, _live_after, _live_before, _reads
 
-__all__ = ["LoopSite", "Indexed", "loop_site", "CONSUMERS", "INDEX", "WHOLE", "REST", "PREFIX"]
+__all__ = ["LoopSite", "ArangeSite", "Indexed", "loop_site", "CONSUMERS", "TENSOR_CALLS", "INDEX", "WHOLE",
+           "REST", "PREFIX"]
 
 # index components of ``Indexed.parts`` (an int stands for itself)
 INDEX, WHOLE, REST = "t", ":", "..."
@@ -95,7 +101,7 @@ class _Refuse(Exception):
     pass
 
 
-def loop_site(frame: FrameType) -> LoopSite | Refusal | None:
+def loop_site(frame: FrameType) -> LoopSite | ArangeSite | Refusal | None:
     """The loop whose ``range(...)`` call ``frame`` is making right now; None when it is not one the source
     shows (a ``range`` outside a ``for`` or a comprehension, code without source)."""
     found = _instructions(frame.f_code).get(frame.f_lasti)
@@ -111,8 +117,12 @@ def loop_site(frame: FrameType) -> LoopSite | Refusal | None:
 
 
 @functools.lru_cache(maxsize=256)
-def _site(function: ast.AST, code: CodeType, line: int, col: int) -> LoopSite | Refusal | None:
+def _site(function: ast.AST, code: CodeType, line: int, col: int) -> LoopSite | ArangeSite | Refusal | None:
     for node in ast.walk(function):
+        if isinstance(node, ast.Call) and _tensor_call(node):
+            found = _arange_site(node, code, line, col)
+            if found is not None:
+                return found
         if isinstance(node, ast.For) and _range_call_at(node.iter, line, col):
             return _refusing(_for_site, function, code, node)
         if isinstance(node, (ast.ListComp, ast.GeneratorExp)) and node.generators \
@@ -173,10 +183,10 @@ def _for_site(function: ast.AST, code: CodeType, loop: ast.For) -> LoopSite:
     carried = tuple(sorted(bound & (exposed | after)))
     for name in appended:
         _check_rolled_list(function, loop, name, shared)
-    for name, target, _ in writes:
+    for name, place, _ in writes:
         if name in bound or name in shared:
             raise _Refuse(f"`{name}`, written at `{index}`, is bound by the body or shared")
-        _check_written_unread(loop.body, name, target)
+        _check_written_unread(loop.body, name, place)
     reads = _index_reads(loop.body, index, bound, {name for name, _, _ in writes}, set(appended))
     statements = [_rewritten_statement(stmt, appended, writes) for stmt in loop.body]
     outputs = [f"{PREFIX}y{k}" for k in range(len(appended) + len(writes))]
@@ -215,7 +225,8 @@ _METADATA = frozenset({"dtype", "device", "shape", "ndim", "layout", "size", "di
 
 
 def _check_written_unread(stmts: list[ast.stmt], name: str, target: ast.Subscript) -> None:
-    parents = {id(child): node for stmt in stmts for node in ast.walk(stmt) for child in ast.iter_child_nodes(node)}
+    parents = {id(child): node for stmt in stmts for node in ast.walk(stmt)
+               for child in ast.iter_child_nodes(node)}
     for stmt in stmts:
         for node in ast.walk(stmt):
             if not (isinstance(node, ast.Name) and node.id == name) or node is target.value:
@@ -232,8 +243,9 @@ def _check_statements(stmts: list[ast.stmt], top: bool) -> None:
         if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
             for target in targets:
-                if target is None or (top and isinstance(stmt, ast.Assign) and isinstance(target, ast.Subscript)):
-                    continue
+                if target is None or (top and isinstance(stmt, ast.Assign)
+                                      and isinstance(target, ast.Subscript)):
+                    continue       # a write at the index (``_written`` checks it)
                 if not all(isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Starred, ast.Store))
                            for n in ast.walk(target)):
                     raise _Refuse(f"line {stmt.lineno}: a store into an object")
@@ -339,8 +351,8 @@ def _parts(node: ast.Subscript, index: str) -> tuple | None:
 def _integer(node: ast.expr) -> int | None:
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
-            and type(node.operand.value) is int:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) \
+            and isinstance(node.operand, ast.Constant) and type(node.operand.value) is int:
         return -node.operand.value
     return None
 
@@ -362,7 +374,8 @@ def _index_reads(stmts: list[ast.stmt], index: str, bound: set[str], written: se
                  appended: set[str]) -> tuple[Indexed, ...]:
     """Every read ``base[..., t, ...]`` of the body (one per text), after checking that the index appears
     nowhere else (a write's target is not a read)."""
-    targets = {id(stmt.targets[0]) for stmt in stmts if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+    targets = {id(stmt.targets[0]) for stmt in stmts
+               if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
                and isinstance(stmt.targets[0], ast.Subscript) and isinstance(stmt.targets[0].value, ast.Name)
                and stmt.targets[0].value.id in written}
     reads: dict[str, Indexed] = {}
@@ -377,7 +390,8 @@ def _index_reads(stmts: list[ast.stmt], index: str, bound: set[str], written: se
             if isinstance(node.ctx, ast.Load) and _invariant_base(node.value, bound):
                 base_names = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
                 if base_names & (written | appended):
-                    raise _Refuse(f"line {node.lineno}: the body reads `{ast.unparse(node)}`, which it writes")
+                    raise _Refuse(f"line {node.lineno}: the body reads `{ast.unparse(node)}`, which it "
+                                  "writes")
                 item = _indexed(node, index)
                 reads.setdefault(item.text, item)
                 allowed.add(id(_index_name(node, index)))
@@ -415,6 +429,98 @@ def _comprehension_site(function: ast.AST, code: CodeType, comp: ast.ListComp | 
     ast.copy_location(statement, comp.elt)
     return _build(function, code, comp, (), reads, [statement], [f"{PREFIX}y0"], (), (), consumer, set(),
                   index)
+
+
+# ---------------------------------------------------------------------------- a range made a tensor
+
+@dataclass(frozen=True)
+class ArangeSite:
+    """``torch.tensor(list(range(...)))`` (or ``range(...)`` itself, or ``[e(i) for i in range(...)]`` with
+    ``e`` integer arithmetic of ``i`` and constants), or the same with ``as_tensor``: an ``arange``."""
+
+    filename: str
+    line: int
+    text: str
+    consumer: ast.Call                   # the tensor/as_tensor call
+    element: CodeType | None             # ``i -> e(i)`` of a comprehension
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.filename, self.line
+
+
+# calls that turn a range into a tensor, by attribute name (``torch.tensor(list(range(n)))``)
+TENSOR_CALLS = ("tensor", "as_tensor")
+# integer arithmetic a comprehension's element may do, with Python's meaning for ints (and torch's for
+# int64 tensors: ``//`` floors, ``%`` takes the divisor's sign); ``//`` and ``%`` by positive constants only
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
+
+
+def _tensor_call(node: ast.Call) -> bool:
+    return isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_CALLS and len(node.args) >= 1 \
+        and not any(isinstance(a, ast.Starred) for a in node.args)
+
+
+def _arange_site(call: ast.Call, code: CodeType, line: int, col: int) -> ArangeSite | Refusal | None:
+    """The site when the range call at (line, col) is ``call``'s data, as a range, a list of it or a
+    comprehension over it; None when it is not."""
+    data = call.args[0]
+    if isinstance(data, ast.Call) and isinstance(data.func, ast.Name) and data.func.id == "list" \
+            and len(data.args) == 1 and not data.keywords:
+        data = data.args[0]
+    element = None
+    if isinstance(data, ast.ListComp) and data.generators \
+            and _range_call_at(data.generators[0].iter, line, col):
+        generator = data.generators[0]
+        if len(data.generators) != 1 or generator.ifs or not isinstance(generator.target, ast.Name):
+            return Refusal(code.co_filename, call.lineno, "a comprehension with conditions or several `for`s")
+        if not _integer_arithmetic(data.elt, generator.target.id):
+            return Refusal(code.co_filename, call.lineno, f"`{ast.unparse(data.elt)}` is not integer "
+                                                          f"arithmetic of `{generator.target.id}`")
+        element = _element(code.co_filename, generator.target.id, data.elt)
+    elif not _range_call_at(data, line, col):
+        return None
+    return ArangeSite(code.co_filename, call.lineno, linecache.getline(code.co_filename, call.lineno).strip(),
+                      call, element)
+
+
+def _integer_arithmetic(node: ast.expr, index: str) -> bool:
+    """Whether ``node`` is integer arithmetic of ``index`` and constants that int64 computes as Python
+    does: no value beyond 2**62 for any index below 2**40 (a size is far below)."""
+    bound = _bound_of(node, index)
+    return bound is not None and bound < 2 ** 62
+
+
+def _bound_of(node: ast.expr, index: str) -> int | None:
+    """A bound on ``|node|`` for ``|index| < 2**40``; None when ``node`` is not such arithmetic."""
+    if isinstance(node, ast.Name):
+        return 2 ** 40 if node.id == index else None
+    constant = _integer(node)
+    if constant is not None:
+        return abs(constant)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return _bound_of(node.operand, index)
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, _ARITHMETIC)):
+        return None
+    if isinstance(node.op, (ast.FloorDiv, ast.Mod)):
+        divisor = _integer(node.right)
+        left = _bound_of(node.left, index)
+        if divisor is None or divisor <= 0 or left is None:
+            return None
+        return left + 1 if isinstance(node.op, ast.FloorDiv) else divisor
+    left, right = _bound_of(node.left, index), _bound_of(node.right, index)
+    if left is None or right is None:
+        return None
+    return left * right if isinstance(node.op, ast.Mult) else left + right
+
+
+def _element(filename: str, index: str, elt: ast.expr) -> CodeType:
+    """``lambda index: elt``, compiled at the element's line."""
+    tree = ast.Expression(ast.Lambda(ast.arguments([], [ast.arg(index)], None, [], [], None, []),
+                                     copy.deepcopy(elt)))
+    ast.copy_location(tree.body, elt)
+    code = compile(ast.fix_missing_locations(tree), filename, "eval")
+    return next(c for c in code.co_consts if isinstance(c, CodeType))
 
 
 # ---------------------------------------------------------------------------- the generated function
@@ -457,8 +563,6 @@ def _build(function: ast.AST, code: CodeType, node: ast.For | ast.ListComp | ast
     reads_left = set().union(*(_reads(stmt) for stmt in body)) if body else set()
     own = set(code.co_varnames) | set(code.co_cellvars) | set(code.co_freevars)
     free = tuple(sorted((reads_left - bound - {index}) & own))
-    if "range" in reads_left and "range" not in own:
-        free += ("range",)               # the builtin, not the tracer's patched one (dynamo traces the body)
     filename = code.co_filename
     factory = _factory(filename, node.lineno, free, carried or (f"{PREFIX}unused",),
                        tuple(slices.values()) or (f"{PREFIX}steps",), body, outputs)
@@ -484,8 +588,9 @@ def _factory(filename: str, line: int, free: tuple[str, ...], carried: tuple[str
     inner = outer.body[0]
     assert isinstance(inner, ast.FunctionDef)
     inner.body[2:2] = body
-    for node in ast.walk(template):
-        if isinstance(node, (ast.stmt, ast.expr)) and not any(node is n for stmt in body for n in ast.walk(stmt)):
+    users = {id(n) for stmt in body for n in ast.walk(stmt)}
+    for node in ast.walk(template):      # the wrapper's own lines are the loop's; the user's keep theirs
+        if isinstance(node, (ast.stmt, ast.expr)) and id(node) not in users:
             node.lineno, node.end_lineno = line, line
     module = compile(ast.fix_missing_locations(template), filename, "exec")
     return next(c for c in module.co_consts if isinstance(c, CodeType))

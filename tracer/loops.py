@@ -9,7 +9,9 @@ is rolled:
 1. what changes nothing is checked first (a failure here leaves the loop to
    Python, in the same trace): the step is 1; the solver proves that the
    loop runs at least once and that every read ``x[..., t, ...]`` and write
-   ``out[..., t, ...]`` stays inside its dim for every size in the ranges;
+   ``out[..., t, ...]`` stays inside its dim for every size the declared
+   ranges accept (0 and 1 included: a loop that may run no iteration is no
+   scan, and a scan that crashed there would be the rolling's doing);
    carried values are tensors, appended lists are empty, a written tensor
    shares no memory with anything the body reads;
 2. the body, compiled from the user's statements as a function of
@@ -17,7 +19,9 @@ is rolled:
    the reads sliced along their dim as its inputs: the trip count is the
    symbolic size.  torch traces it once, with dynamo in ``fullgraph`` mode,
    which refuses a body that changes Python state (an attribute, a global,
-   an outer list) or mutates a tensor it does not own;
+   an outer list) or mutates a tensor it does not own.  dynamo traces in a
+   ShapeEnv of its own and checks its guards on the trace's sizes, so a
+   guard the body asks (an ``if`` on a size) is a guard of the trace;
 3. the solver proves each carried value's shape after an iteration equal to
    its shape before (torch checks dtype and device): the carried values are
    a fixpoint, so by induction every iteration runs the traced graph on
@@ -30,6 +34,10 @@ is rolled:
    comprehension's stack/cat call returns its stacked outputs (``_Window``).
    The ``for`` statement then iterates over nothing.
 
+``torch.tensor(list(range(n)))`` (and the like, ``loop_sites.ArangeSite``)
+becomes ``torch.arange`` the same way: the call at its place in the source
+returns the ``arange`` instead of a tensor of nothing.
+
 A failure in steps 2-4 raises ``LoopNotRolled`` into the trace, which export
 then makes again without rolling that loop (``refused_after``); so does any
 failure of a trace that rolled a loop.  A loop left to Python adds an engine
@@ -37,6 +45,7 @@ note naming its line and why, shown with the specialization it causes.
 """
 from __future__ import annotations
 
+import ast
 import re
 import sys
 import types
@@ -53,16 +62,17 @@ from shapeproof import solver as S
 from .branch_merge import _no_new_frames
 from .branch_sites import Refusal, Unseen, _instructions, plain_attribute
 from .frame_locals import set_locals
-from .loop_sites import CONSUMERS, INDEX, REST, WHOLE, Indexed, LoopSite, loop_site
+from .loop_sites import CONSUMERS, INDEX, REST, TENSOR_CALLS, WHOLE, ArangeSite, Indexed, LoopSite, loop_site
 from .sympy_bridge import UnsupportedExpression
-from .symbolic_range import builtin_range
-from .torch_internals import pytree, reset_dynamo_code, scan, scan_compiled_code
+from .symbolic_range import python_range
+from .torch_internals import pytree, reset_dynamo_code, scan, scan_compiled_code, zero_one_unspecialized
 
 __all__ = ["LoopNotRolled", "LoopRolling", "RolledLoop"]
 
 # the functions that read a rolled list, by the names a consumer's source may call (``loop_sites``)
 _CONSUMING = {getattr(torch, name) for name in CONSUMERS}
 _STACKS = {torch.stack}
+_TENSOR_CALLS = {getattr(torch, name) for name in TENSOR_CALLS}
 
 
 class LoopNotRolled(Exception):
@@ -75,13 +85,14 @@ class LoopNotRolled(Exception):
 
 @dataclass(frozen=True)
 class RolledLoop:
-    """A loop a trace rolled into one ``scan``."""
+    """A loop a trace rolled into one ``scan`` (or a range made a tensor into one ``arange``)."""
 
     key: tuple[str, int]
     text: str
     trips: sympy.Expr                    # its trip count, an engine term
     carried: tuple[str, ...]
     outputs: int                         # stacked outputs (appended lists, writes, a comprehension's values)
+    op: str = "scan"                     # or "arange": a range made a tensor
 
 
 class _Static(Exception):
@@ -92,8 +103,8 @@ class _Static(Exception):
 class _Plan:
     """What step 1 found: the values the rolled loop starts from."""
 
-    start: object
-    trips: object                        # the trip count, an int or a SymInt
+    start: int | torch.SymInt
+    trips: int | torch.SymInt            # the trip count
     free: list                           # values of ``site.free``, in order
     init: list[torch.Tensor]             # carried values
     reads: list[tuple[torch.Tensor, int, int, tuple]]   # (base, its dim at t, the dim in the read, parts)
@@ -121,8 +132,9 @@ class LoopRolling:
 
     # -- the hook -------------------------------------------------------------
     def roll(self, frame: FrameType, start, stop, step, trips):
-        """An empty iterator after rolling the loop ``frame`` is starting with ``range(start, stop, step)``
-        (``trips`` iterations, a SymInt); None to leave it to Python."""
+        """An empty tuple (what the loop then iterates over, or the consumer of the range receives) after
+        rolling the loop ``frame`` is starting with ``range(start, stop, step)`` (``trips`` iterations, a
+        SymInt); None to leave it to Python."""
         if self._busy:                       # a loop inside a body being traced: Python's, there
             return None
         site = loop_site(frame)
@@ -132,6 +144,8 @@ class LoopRolling:
             return self._leave(site.key, site.reason)
         if site.key in self.unrolled:
             return self._leave(site.key, self.unrolled[site.key])
+        if isinstance(site, ArangeSite):
+            return self._arange(site, frame, start, stop, step, trips)
         try:
             plan = self._plan(site, frame, start, step, trips)
         except _Static as exc:
@@ -147,7 +161,40 @@ class LoopRolling:
             self._busy = False
         self._leave_frame(site, frame, plan, carried, ys)
         self.rolled.append(RolledLoop(site.key, site.text, self._term(trips), site.carried, site.outputs))
-        return iter(())
+        return ()
+
+    def _arange(self, site: ArangeSite, frame: FrameType, start, stop, step, trips):
+        """``torch.tensor`` of the range's values (or of ``e(i)`` for each) as an ``arange``, when the call
+        takes no option but ``dtype`` and ``device``: exact, for the values are integers that int64
+        computes as Python does (``loop_sites``).  Of no value at all the call makes a float32 tensor,
+        hence a trip count of at least 1."""
+        try:
+            self._require(S.ge(self._term(trips), 1),
+                          "it may have no element for sizes in the declared ranges")
+        except _Static as exc:
+            return self._leave(site.key, str(exc))
+        element = None if site.element is None else types.FunctionType(site.element, frame.f_globals)
+
+        def arange(func, args, kwargs):
+            options = dict(kwargs)
+            if len(args) > 1:
+                if func is not torch.as_tensor or len(args) > 3:
+                    return None
+                options.update(zip(("dtype", "device"), args[1:]))
+            if set(options) - {"dtype", "device", "requires_grad", "pin_memory"} \
+                    or options.get("requires_grad") or options.get("pin_memory"):
+                return None
+            values = torch.arange(start, stop, step, device=options.get("device"))
+            if element is not None:
+                values = element(values)
+                if not isinstance(values, torch.Tensor):               # an element that is a constant
+                    values = torch.full((trips,), values, device=options.get("device"))
+            dtype = options.get("dtype")
+            return values if dtype is None else values.to(dtype)
+
+        self._open_window(site.key, frame, site.consumer, _TENSOR_CALLS, arange)
+        self.rolled.append(RolledLoop(site.key, site.text, self._term(trips), (), 1, "arange"))
+        return ()
 
     def _leave(self, key: tuple[str, int], reason: str) -> None:
         if key not in self.refusals:
@@ -182,20 +229,15 @@ class LoopRolling:
     def _plan(self, site: LoopSite, frame: FrameType, start, step, trips) -> _Plan:
         if not (type(step) is int and step == 1):
             raise _Static(f"its step is {step}, not 1")
-        if not self._proven(S.ge(self._term(trips), 1)):
-            raise _Static("it may run no iteration for sizes in the declared ranges")
-        if (site.reads or site.writes) and not self._proven(S.ge(self._term(start), 0)):
-            raise _Static("its start may be negative")
+        self._require(S.ge(self._term(trips), 1), "it may run no iteration for sizes in the declared ranges")
+        if site.reads or site.writes:
+            self._require(S.ge(self._term(start), 0), "its start may be negative")
         values = frame.f_locals
-        own = set(frame.f_code.co_varnames) | set(frame.f_code.co_cellvars) | set(frame.f_code.co_freevars)
         free = []
         for name in site.free:
-            if name in values:
-                free.append(values[name])
-            elif name == "range" and name not in own:
-                free.append(frame.f_globals.get("range", builtin_range))
-            else:
+            if name not in values:
                 raise _Static(f"the body reads `{name}`, which has no value before the loop")
+            free.append(values[name])
         init = []
         for name in site.carried:
             value = values.get(name, _MISSING)
@@ -228,10 +270,10 @@ class LoopRolling:
     def _base(self, item: Indexed, frame: FrameType) -> torch.Tensor:
         """The tensor ``item`` reads from, evaluated without running code (a local and plain attributes)."""
         chain, node = [], item.base
-        while not isinstance(node, (str, type(None))) and hasattr(node, "attr"):
+        while isinstance(node, ast.Attribute):
             chain.append(node.attr)
             node = node.value
-        name = getattr(node, "id", None)
+        name = node.id if isinstance(node, ast.Name) else None
         if name not in frame.f_locals:
             raise _Static(f"`{item.text}` reads from something other than a local")
         value = frame.f_locals[name]
@@ -256,8 +298,7 @@ class LoopRolling:
         dim = parts.index(INDEX)
         position = sum(1 for p in parts[:dim] if p == WHOLE)
         inside = S.le(self._term(start) + self._term(trips), self._term(base.shape[dim]))
-        if not self._proven(inside):
-            raise _Static(f"`{item.text}` may index past its dim for sizes in the declared ranges")
+        self._require(inside, f"`{item.text}` may index past its dim for sizes in the declared ranges")
         return base, dim, position, tuple(parts)
 
     # -- step 2 and 3: the scan ------------------------------------------------
@@ -272,13 +313,12 @@ class LoopRolling:
         compiled = scan_compiled_code()
         reset_dynamo_code(compiled)
         try:
-            carried, ys = scan(body, tuple(init), tuple(xs))
+            with python_range(), zero_one_unspecialized():
+                carried, ys = scan(body, tuple(init), tuple(xs))
         finally:
             reset_dynamo_code(compiled)
         for name, before, after in zip(site.carried, plan.init, carried):
-            same = before.dim() == after.dim() and self._proven(S.conj(*(
-                S.eq(self._term(a), self._term(b)) for a, b in zip(before.shape, after.shape))))
-            if not same:
+            if not self._same_shape(before.shape, after.shape):
                 self.fail(site.key, f"`{name}` does not keep its shape from one iteration to the next: "
                                     f"{_shape(before)} before, {_shape(after)} after")
         return carried, ys
@@ -299,18 +339,45 @@ class LoopRolling:
         for values in plan.lists:
             values.append(_Stacked(self, site.key, outputs.pop(0)))
         for out, position, parts in plan.outs:
-            stacked = outputs.pop(0)
-            place = out.dim() - sum(1 for p in parts if isinstance(p, int))    # dims of out[parts], t's included
-            if stacked.dim() > place:
-                self.fail(site.key, "a value written at the index has more dims than its place")
-            stacked = stacked[(slice(None),) + (None,) * (place - stacked.dim())]
-            out[_index(parts, slice(plan.start, plan.start + plan.trips))] = stacked.movedim(0, position)
+            self._write(site, plan, out, position, parts, outputs.pop(0))
         if site.consumer is not None:
-            window = _Window(self, site, frame, outputs.pop(0))
-            self._windows.append(window)
-            window.open()
+            values = outputs.pop(0)
+
+            def stacked(func, args, kwargs):
+                dim = _dim_of(func, args, kwargs)
+                return None if dim is None or "out" in kwargs else _stacked(func, values, dim)
+            self._open_window(site.key, frame, site.consumer, _CONSUMING, stacked)
+
+    def _open_window(self, key, frame, consumer, funcs, replace) -> None:
+        window = _Window(self, key, frame, consumer, frozenset(funcs), replace)
+        self._windows.append(window)
+        window.open()
+
+    def _write(self, site: LoopSite, plan: _Plan, out: torch.Tensor, position: int, parts: tuple,
+               stacked: torch.Tensor) -> None:
+        """``out[parts at t] = value`` for every iteration's value (``stacked``, the loop's dim first).
+
+        The values go into a copy of the place (``out[parts]`` over every index), which is then copied
+        into the place whole: a copy into the place narrowed to the loop's indices would have torch check
+        that view for internal overlap, asking whether the trip count is 1, a guard the loop never asked
+        (each of its writes is one index).  For the same reason the values are broadcast only where their
+        shape differs from the place's (an expand asks of every dim whether it is 1)."""
+        place_dims = out.dim() - sum(1 for p in parts if isinstance(p, int))   # the index's dim included
+        if stacked.dim() > place_dims:
+            self.fail(site.key, "a value written at the index has more dims than its place")
+        stacked = stacked[(slice(None),) + (None,) * (place_dims - stacked.dim())]   # leading dims of 1
+        place = out[_index(parts, slice(None))]
+        values = stacked.movedim(0, position)
+        shape = place.narrow(position, plan.start, plan.trips).shape
+        if not self._same_shape(values.shape, shape):
+            values = values.expand(shape)
+        place.copy_(place.slice_scatter(values, position, plan.start, plan.start + plan.trips))
 
     # -- proofs -------------------------------------------------------------------
+    def _same_shape(self, a: torch.Size, b: torch.Size) -> bool:
+        return len(a) == len(b) and self._proven(S.conj(*(S.eq(self._term(p), self._term(q))
+                                                          for p, q in zip(a, b))))
+
     def _term(self, value) -> sympy.Expr:
         if isinstance(value, bool):
             raise _Static("a boolean where a size was expected")
@@ -324,7 +391,17 @@ class LoopRolling:
         raise _Static(f"a {type(value).__name__} where a size was expected")
 
     def _proven(self, goal: S.Formula) -> bool:
-        return self.env.engine.proven(goal)
+        """Every claim of a rolled loop (it runs, its indices are inside their dims, its carried shapes are
+        a fixpoint) must hold for every input the program accepts: sizes 0 and 1 included, which torch's
+        convention elsewhere reasons about as if they were 2 (a loop that may run no iteration is no scan)."""
+        return self.env.engine.counterexample_over_declared(goal) is None
+
+    def _require(self, goal: S.Formula, reason: str) -> None:
+        """Leave the loop to Python unless ``goal`` is proven (as ``_proven``), saying where it may fail."""
+        point = self.env.engine.counterexample_over_declared(goal)
+        if point is not None:
+            at = ", ".join(f"{k} = {v}" for k, v in point.items())
+            raise _Static(f"{reason}: {at}" if at else reason)
 
 
 _MISSING = object()
@@ -373,19 +450,28 @@ def _line(key: tuple[str, int]) -> str:
 
 
 def _reason(exc: BaseException, carried: tuple[str, ...]) -> str:
-    """A failure of torch's scan, in one line: dynamo's explanation when it gives one."""
-    text = str(exc)
-    for line in text.splitlines():
-        if line.strip().startswith("Explanation:"):
-            return "torch's scan: " + line.strip()[len("Explanation:"):].strip()
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if lines and lines[0].startswith("Expected init and carry to have same metadata") and len(lines) > 1:
-        found = re.match(r"pair\[(\d+)\] differ in (.*?), where lhs", lines[1])
-        if found is not None and int(found.group(1)) < len(carried):
-            return (f"`{carried[int(found.group(1))]}` does not keep its metadata from one iteration to the "
-                    f"next ({found.group(2)}, before vs after)")
-        return "the carried values change from one iteration to the next: " + lines[1][:200]
-    return f"torch's scan: {type(exc).__name__}: {lines[0][:200] if lines else ''}"
+    """A failure of torch's scan, in one line: which carried value changed what (torch's own message names
+    the sizes by dynamo's symbols, so only the kind of change is kept, with dtypes and devices as they
+    are), else dynamo's explanation or the graph break it reports."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    for line in lines:
+        found = re.match(r"pair\[(\d+)\] differ in (.*?), where lhs", line)
+        if found is not None:
+            which = int(found.group(1))
+            name = f"`{carried[which]}`" if which < len(carried) else "a carried value"
+            changes = [(kind, what) for kind, what in re.findall(r"'(\w+): (.*?)'", found.group(2))
+                       if kind != "stride" or "shape" not in found.group(2)]      # a new shape, new strides
+            kinds = " and ".join(kind for kind, _ in changes) or "metadata"
+            details = "; ".join(what.replace(" vs ", " before, ") + " after" for kind, what in changes
+                                if kind not in ("shape", "stride"))
+            return f"{name} does not keep its {kinds} from one iteration to the next" + (
+                f" ({details})" if details else "")
+    for marker in ("Explanation:", "Got graph break/error:"):
+        for at, line in enumerate(lines):
+            if line.startswith(marker):
+                text = line[len(marker):].strip() or next(iter(lines[at + 1:at + 2]), "")
+                return f"torch's scan: {text[:300]}"
+    return f"torch's scan: {type(exc).__name__}: {lines[0][:300] if lines else ''}"
 
 
 def _dim_of(func, args: tuple, kwargs: dict):
@@ -416,8 +502,8 @@ class _Stacked:
         markers = [leaf for leaf in pytree.tree_leaves((args, kwargs)) if isinstance(leaf, _Stacked)]
         marker = markers[0]
         dim = _dim_of(func, args, kwargs)
-        if func not in _CONSUMING or type(tensors) is not list or len(tensors) != 1 or tensors[0] is not marker \
-                or dim is None or "out" in kwargs:
+        alone = type(tensors) is list and len(tensors) == 1 and tensors[0] is marker
+        if func not in _CONSUMING or not alone or dim is None or "out" in kwargs:
             name = getattr(func, "__name__", func)
             marker.rolling.fail(marker.key, f"the list the loop appends to is read by {name} other than as "
                                             "the one argument of stack/cat")
@@ -425,38 +511,39 @@ class _Stacked:
 
 
 class _Window(TorchFunctionMode):
-    """From a rolled comprehension to the stack/cat call it is the first argument of: that call, made with
-    the (empty) list the comprehension built, returns the stacked values.  The mode is pushed when the
-    loop is rolled and popped at the frame's first line event past the call (``sys.settrace``, armed for
-    that frame only)."""
+    """From a rolled range to the call that consumes what the range became (a comprehension's values,
+    an empty list, no values at all): that call, at its place in the source and made with the empty
+    sequence, returns ``replace(func, args, kwargs)`` instead (a stack of the scan's outputs, an ``arange``).
+    The mode is pushed when the loop is rolled and popped at the frame's first line event past the call
+    (``sys.settrace``, armed for that frame only); a window closed unconsumed gives up the rolling."""
 
-    def __init__(self, rolling: LoopRolling, site: LoopSite, frame: FrameType, values: torch.Tensor):
+    def __init__(self, rolling: LoopRolling, key: tuple[str, int], frame: FrameType, consumer: ast.Call,
+                 funcs: frozenset, replace):
         super().__init__()
-        self.rolling, self.site, self.frame, self.values = rolling, site, frame, values
+        self.rolling, self.key, self.frame, self.consumer = rolling, key, frame, consumer
+        self.funcs, self.replace = funcs, replace
         self.consumed = False
         self._previous: tuple = (None, None)
 
     def __torch_function__(self, func, types_, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if not self.consumed and func in _CONSUMING and args and type(args[0]) is list and not args[0] \
-                and self._at_consumer():
-            dim = _dim_of(func, args, kwargs)
-            if dim is not None and "out" not in kwargs:
+        if not self.consumed and func in self.funcs and args and type(args[0]) in (list, tuple) \
+                and not args[0] and self._at_consumer():
+            result = self.replace(func, args, kwargs)
+            if result is not None:
                 self.consumed = True
-                return _stacked(func, self.values, dim)
+                return result
         return func(*args, **kwargs)
 
     def _at_consumer(self) -> bool:
         found = _instructions(self.frame.f_code).get(self.frame.f_lasti)
-        consumer = self.site.consumer
-        if found is None or found[1] is None or found[1].lineno is None or consumer is None:
+        if found is None or found[1] is None or found[1].lineno is None:
             return False
-        return (found[1].lineno, found[1].col_offset) == (consumer.lineno, consumer.col_offset)
+        return (found[1].lineno, found[1].col_offset) == (self.consumer.lineno, self.consumer.col_offset)
 
     def open(self) -> None:
         self.__enter__()
-        frame, consumer = self.frame, self.site.consumer
-        assert consumer is not None
+        frame, consumer = self.frame, self.consumer
         first, last = consumer.lineno, consumer.end_lineno or consumer.lineno
         chained = frame.f_trace
         self._previous = (sys.gettrace(), chained)
@@ -481,4 +568,4 @@ class _Window(TorchFunctionMode):
         self.frame.f_trace = previous_local
         sys.settrace(previous_global)
         if not self.consumed:
-            self.rolling.failed.setdefault(self.site.key, "the comprehension's stack/cat call did not read it")
+            self.rolling.failed.setdefault(self.key, "the call that consumes it did not read it as written")

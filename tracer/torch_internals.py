@@ -10,6 +10,7 @@ from types import CodeType
 
 import torch
 from torch._C._dynamo.eval_frame import reset_code as reset_dynamo_code
+from torch.fx.experimental import _config as fx_experimental_config
 from torch._dynamo.exc import UserError, UserErrorType
 from torch._C import DispatchKey
 import torch._export.utils as export_utils  # noqa: F401  (size_asserts wraps its assert lowering)
@@ -99,7 +100,17 @@ def scan_compiled_code() -> CodeType:
                 if isinstance(c, CodeType) and c.co_name == SCAN_COMPILED_FUNCTION)
 
 
-PINNED.update({"torch._higher_order_ops.scan.scan": scan, "torch._C._dynamo.eval_frame.reset_code": reset_dynamo_code})
+PINNED.update({"torch._higher_order_ops.scan.scan": scan,
+               "torch._C._dynamo.eval_frame.reset_code": reset_dynamo_code})
+# dynamo traces that body in a ShapeEnv of its own, whose size symbols it specializes at 0 and 1: guards
+# ``2 <= s`` which its guard check, run on the trace's own sizes, hands back to the trace as guards on the
+# loop's inputs that the Python loop never asked.  With this config flag the symbols start at [0, inf).
+BACKED_SIZE_OBLIVIOUS = "backed_size_oblivious"
+
+
+def zero_one_unspecialized():
+    """A context in which dynamo allocates size symbols without specializing them at 0 and 1."""
+    return fx_experimental_config.patch(**{BACKED_SIZE_OBLIVIOUS: True})  # type: ignore[attr-defined]
 # torch.utils._pytree functions (export's input flattening, the size tracker's leaves)
 PYTREE_FUNCTIONS = ["tree_flatten_with_path", "tree_unflatten", "keystr", "tree_leaves"]
 PINNED.update({f"pytree.{name}": getattr(pytree, name) for name in PYTREE_FUNCTIONS})
