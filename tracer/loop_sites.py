@@ -46,7 +46,9 @@ import linecache
 from dataclasses import dataclass
 from types import CodeType, FrameType
 
-from .branch_sites import Refusal, _function_node, _instructions, _live_after, _live_before, _reads
+from .branch_sites import (
+    Refusal, function_node, instructions, names_live_after, names_live_before, names_read,
+)
 
 __all__ = ["LoopSite", "ArangeSite", "Indexed", "loop_site", "CONSUMERS", "TENSOR_CALLS", "INDEX", "WHOLE",
            "REST", "PREFIX"]
@@ -104,13 +106,13 @@ class _Refuse(Exception):
 def loop_site(frame: FrameType) -> LoopSite | ArangeSite | Refusal | None:
     """The loop whose ``range(...)`` call ``frame`` is making right now; None when it is not one the source
     shows (a ``range`` outside a ``for`` or a comprehension, code without source)."""
-    found = _instructions(frame.f_code).get(frame.f_lasti)
+    found = instructions(frame.f_code).get(frame.f_lasti)
     if found is None or not found[0].startswith("CALL"):
         return None
     positions = found[1]
     if positions is None or positions.lineno is None or positions.col_offset is None:
         return None
-    function = _function_node(frame.f_code)
+    function = function_node(frame.f_code)
     if function is None:
         return None
     return _site(function, frame.f_code, positions.lineno, positions.col_offset)
@@ -171,12 +173,12 @@ def _for_site(function: ast.AST, code: CodeType, loop: ast.For) -> LoopSite:
     shared = set(code.co_cellvars) | set(code.co_freevars)
     if bound & shared:
         raise _Refuse(f"the body binds `{sorted(bound & shared)[0]}`, which a nested function shares")
-    after = _live_after(function, loop)
+    after = names_live_after(function, loop)
     if index in after:
         raise _Refuse(f"the loop's index `{index}` is read after the loop")
     exposed: set[str] = set()
     while True:                          # what an iteration reads before binding it, the next one included
-        found = _live_before(list(loop.body), exposed | after)
+        found = names_live_before(list(loop.body), exposed | after)
         if found <= exposed:
             break
         exposed |= found
@@ -560,7 +562,7 @@ def _build(function: ast.AST, code: CodeType, node: ast.For | ast.ListComp | ast
     slices = {item.text: f"{PREFIX}x{k}" for k, item in enumerate(reads)}
     transformer = _Slices(index, slices)
     body = [transformer.visit(stmt) for stmt in statements]
-    reads_left = set().union(*(_reads(stmt) for stmt in body)) if body else set()
+    reads_left = set().union(*(names_read(stmt) for stmt in body)) if body else set()
     own = set(code.co_varnames) | set(code.co_cellvars) | set(code.co_freevars)
     free = tuple(sorted((reads_left - bound - {index}) & own))
     filename = code.co_filename

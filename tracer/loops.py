@@ -59,8 +59,8 @@ from torch.overrides import TorchFunctionMode
 
 from shapeproof import solver as S
 
-from .branch_merge import _no_new_frames
-from .branch_sites import Refusal, Unseen, _instructions, plain_attribute
+from .branch_merge import no_new_frames
+from .branch_sites import Refusal, Unseen, instructions, plain_attribute
 from .frame_locals import set_locals
 from .loop_sites import CONSUMERS, INDEX, REST, TENSOR_CALLS, WHOLE, ArangeSite, Indexed, LoopSite, loop_site
 from .sympy_bridge import UnsupportedExpression
@@ -536,7 +536,7 @@ class _Window(TorchFunctionMode):
         return func(*args, **kwargs)
 
     def _at_consumer(self) -> bool:
-        found = _instructions(self.frame.f_code).get(self.frame.f_lasti)
+        found = instructions(self.frame.f_code).get(self.frame.f_lasti)
         if found is None or found[1] is None or found[1].lineno is None:
             return False
         return (found[1].lineno, found[1].col_offset) == (self.consumer.lineno, self.consumer.col_offset)
@@ -555,7 +555,7 @@ class _Window(TorchFunctionMode):
                 return watch
             self.close()
             return chained
-        sys.settrace(self._previous[0] if self._previous[0] is not None else _no_new_frames)
+        sys.settrace(self._previous[0] if self._previous[0] is not None else no_new_frames)
         frame.f_trace = watch
         frame.f_trace_lines = True
 
