@@ -363,3 +363,46 @@ def test_the_body_may_call_code_that_loops_over_a_fixed_range():
     result = shapeproof.export_with_report(model, (torch.randn(2, 6, 4),), dynamic_shapes=spec)
     assert _scans(result.program) == 1
     _matches_eager(model, result.program, [torch.randn(2, s, 4) for s in (2, 6, 64)])
+
+
+# ---------------------------------------------------------------------------- real models and the bench
+
+def _bench():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # bench/ is a folder of scripts
+    from bench import loop_models, rolled_loops
+
+    return loop_models, rolled_loops
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["mamba", "rwkv"])
+def test_a_library_model_whose_reference_code_loops_over_the_sequence(name):
+    """transformers' Mamba (selective scan) and RWKV (WKV) on their CPU paths: one scan per layer over
+    S in [1, 512], matching eager at both ends and three lengths between."""
+    pytest.importorskip("transformers")
+    loop_models, _ = _bench()
+    m = next(m for m in loop_models.all_models() if m.name == name)
+    model = m.build()
+    result = shapeproof.export_with_report(model, m.inputs(24), dynamic_shapes=m.spec(1, 512))
+    assert result.regions is None and _scans(result.program) == 2        # two layers
+    file, line = loop_models.loop_line(m)
+    assert result.engine is not None and (file, line) in {
+        loop.key for loop in _rolled(model, m.inputs(24), m.spec(1, 512))[1].rolled}
+    module = result.program.module()
+    for s in (1, 2, 24, 100, 512):
+        inputs = m.inputs(s)
+        with torch.no_grad():
+            assert torch.allclose(module(*inputs), model(*inputs), atol=1e-5), s
+
+
+def test_the_bench_row_of_the_issue_idiom():
+    loop_models, rolled_loops = _bench()
+    m = next(m for m in loop_models.all_models() if m.name == "scan")
+    row = rolled_loops.run_model(m, longest=40)
+    assert (row.rolled_traces, row.scans, row.matched) == (1, 1, "5/5")
+    assert row.torch_dynamic == "UserError: S specialized to 24"
+    assert row.static_nodes is not None and row.static_nodes > 5 * row.rolled_nodes      # 40 bodies against 1
+    assert rolled_loops.markdown([row], 40)[2].startswith("| scan (")
