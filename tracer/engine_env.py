@@ -592,7 +592,8 @@ def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None
     ``small_buffers``).  ``prefer_deferred_asserts`` is export's
     ``prefer_deferred_runtime_asserts_over_guards``, which export would have
     given the ShapeEnv it builds itself.  ``unmerged``: ``if`` statements (file, line) whose body
-    an earlier attempt found not to be an identity on the side that skips it (``branch_merge``).
+    an earlier attempt found not to be an identity on the side that skips it (``branch_merge``), and
+    loops (``("loop", file, line, why)``) it found not to roll (``loops``).
     Returns ``(context manager, EngineShapeEnv)``.
     """
     torch_env = EngineShapeEnv(engine=engine, dim_specs=dim_specs, tracked_fakes=[], trace_asserts=True,
@@ -602,11 +603,12 @@ def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None
     torch_env.size_tracker = fake_mode.size_tracker
     torch_env.branch_merging = BranchMerging(torch_env, unmerged)
     torch_env.loop_rolling = LoopRolling(torch_env, unmerged)
-    return _traced(TracingContext(fake_mode), torch_env.branch_merging, torch_env.loop_rolling), torch_env
+    return _traced(TracingContext(fake_mode), torch_env.branch_merging, torch_env.loop_rolling,
+                   fake_mode.size_tracker), torch_env
 
 
 @contextmanager
-def _traced(context: TracingContext, merging: BranchMerging, rolling: LoopRolling):
+def _traced(context: TracingContext, merging: BranchMerging, rolling: LoopRolling, tracker: SizeTracker):
     with tracing(context), exact_cancellation(), symbolic_ranges(), symbolic_rnns(), loop_bodies_unfollowed():
         with sizes_checked_against_inputs(), cached_sym_exprs():
             try:
@@ -614,3 +616,4 @@ def _traced(context: TracingContext, merging: BranchMerging, rolling: LoopRollin
             finally:
                 merging.abandon()
                 rolling.abandon()
+                tracker.close()
