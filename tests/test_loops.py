@@ -252,18 +252,9 @@ class Grows(nn.Module):
         return h
 
 
-class MayRunNoIteration(nn.Module):
-    def forward(self, x):
-        h = x[:, 0]
-        for t in range(1, x.size(1)):
-            h = h * 0.5 + x[:, t]
-        return h
-
-
 @pytest.mark.parametrize("model, why", [
     (BranchesOnTheIndex(), "the index `t` is used other than as a whole index"),
     (Grows(), "`h` does not keep its shape from one iteration to the next"),
-    (MayRunNoIteration(), "it may run no iteration for sizes in the declared ranges: S = 1"),
 ], ids=lambda v: type(v).__name__ if isinstance(v, nn.Module) else "")
 def test_a_loop_that_is_not_uniform_stays_an_error_naming_its_line_and_why(model, why):
     spec = ({1: Dim("S", min=1, max=64)},)
@@ -274,6 +265,49 @@ def test_a_loop_that_is_not_uniform_stays_an_error_naming_its_line_and_why(model
     assert f"note: the loop at {__file__}:{line} (`for t in range(" in text
     assert why in text
     assert "S only works as 24" in text                  # the specialization fix, as without rolling
+
+
+# ---------------------------------------------------------------------------- loops that may run no iteration
+
+class FromOne(nn.Module):
+    def forward(self, x):
+        h = x[:, 0]
+        out = torch.zeros_like(x)
+        for t in range(1, x.size(1)):
+            h = h * 0.5 + x[:, t]
+            out[:, t] = h
+        return h, out
+
+
+def test_a_loop_that_runs_no_iteration_inside_the_traced_ranges_steps_once_and_drops_it():
+    """At S = 2 the loop from 2 runs no iteration, and S = 2 is inside the traced range: torch's scan
+    runs one step on a slice of zeros there, whose results are dropped."""
+    class FromTwo(nn.Module):
+        def forward(self, x):
+            h = x[:, 0] + x[:, 1]
+            for t in range(2, x.size(1)):
+                h = h * 0.5 + x[:, t]
+            return h
+
+    model = FromTwo()
+    spec = ({1: Dim("S", min=2, max=64)},)
+    result = shapeproof.export_with_report(model, (torch.randn(2, 24, 4),), dynamic_shapes=spec)
+    assert result.regions is None and _scans(result.program) == 1 and not result.warnings
+    _matches_eager(model, result.program, [torch.randn(2, s, 4) for s in (2, 3, 24, 64)])
+
+
+def test_a_loop_that_runs_no_iteration_only_at_a_size_traced_as_two_is_rolled_with_a_warning():
+    """Dim(min=1): torch.export traces S = 1 as 2, where the trip count S - 1 is 1; at S = 1 the scan of
+    the program cannot run zero times, and the export says so."""
+    model = FromOne()
+    spec = ({1: Dim("S", min=1, max=64)},)
+    result = shapeproof.export_with_report(model, (torch.randn(2, 24, 4),), dynamic_shapes=spec)
+    assert _scans(result.program) == 1
+    (warning,) = result.warnings
+    assert "(`for t in range(1, x.size(1)):`) is one scan, which runs at least once: at S = 1" in warning
+    _matches_eager(model, result.program, [torch.randn(2, s, 4) for s in (2, 3, 24, 64)])
+    with pytest.raises(IndexError, match="out of range"):          # torch's scan, run by ep.module()
+        result.program.module()(torch.randn(2, 1, 4))
 
 
 # ---------------------------------------------------------------------------- soundness

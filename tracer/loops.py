@@ -7,13 +7,16 @@ example's).  When the loop's source qualifies (``loop_sites``), the loop
 is rolled:
 
 1. what changes nothing is checked first (a failure here leaves the loop to
-   Python, in the same trace): the step is 1; the solver proves that the
-   loop runs at least once and that every read ``x[..., t, ...]`` and write
-   ``out[..., t, ...]`` stays inside its dim for every size the declared
-   ranges accept (0 and 1 included: a loop that may run no iteration is no
-   scan, and a scan that crashed there would be the rolling's doing);
-   carried values are tensors, appended lists are empty, a written tensor
-   shares no memory with anything the body reads;
+   Python, in the same trace): the step is 1; the solver proves that every
+   read ``x[..., t, ...]`` and write ``out[..., t, ...]`` stays inside its
+   dim for every size the declared ranges accept (0 and 1 included, which
+   torch's 0/1 convention traces as 2: an index out of its dim there would
+   be the rolling's doing); carried values are tensors, appended lists are
+   empty, a written tensor shares no memory with anything the body reads.
+   A scan runs at least one step: where the loop may run none inside the
+   traced ranges, the scan steps once on a slice of zeros there and drops
+   the results; where it runs none only at a size 0 or 1 (traced as 2, and
+   so simplified away), the export warns that the program raises there;
 2. the body, compiled from the user's statements as a function of
    (carried values, the reads at ``t``), runs under torch's ``scan`` with
    the reads sliced along their dim as its inputs: the trip count is the
@@ -51,10 +54,11 @@ import sys
 import types
 from dataclasses import dataclass
 from types import FrameType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import sympy
 import torch
+from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw
 from torch.overrides import TorchFunctionMode
 
 from shapeproof import solver as S
@@ -93,6 +97,9 @@ class RolledLoop:
     carried: tuple[str, ...]
     outputs: int                         # stacked outputs (appended lists, writes, a comprehension's values)
     op: str = "scan"                     # or "arange": a range made a tensor
+    # an input of size 0 or 1 the declared ranges allow, where the loop runs no iteration and the scan,
+    # traced as at 2 (torch.export's 0/1 convention), raises
+    empty_at: dict | None = None
 
 
 class _Static(Exception):
@@ -110,6 +117,9 @@ class _Plan:
     reads: list[tuple[torch.Tensor, int, int, tuple]]   # (base, its dim at t, the dim in the read, parts)
     lists: list[list]
     outs: list[tuple[torch.Tensor, int, tuple]]        # (written tensor, its dim at t, parts)
+    may_be_empty: bool                   # some input of the tracing ranges runs no iteration
+    empty_at: dict | None                # else, an input of size 0 or 1 allowed by the declared ranges that
+                                         # runs none (torch.export's 0/1 convention traces it as 2)
 
 
 class LoopRolling:
@@ -160,7 +170,8 @@ class LoopRolling:
         finally:
             self._busy = False
         self._leave_frame(site, frame, plan, carried, ys)
-        self.rolled.append(RolledLoop(site.key, site.text, self._term(trips), site.carried, site.outputs))
+        self.rolled.append(RolledLoop(site.key, site.text, self._term(trips), site.carried, site.outputs,
+                                      empty_at=plan.empty_at))
         return ()
 
     def _arange(self, site: ArangeSite, frame: FrameType, start, stop, step, trips):
@@ -229,7 +240,11 @@ class LoopRolling:
     def _plan(self, site: LoopSite, frame: FrameType, start, step, trips) -> _Plan:
         if not (type(step) is int and step == 1):
             raise _Static(f"its step is {step}, not 1")
-        self._require(S.ge(self._term(trips), 1), "it may run no iteration for sizes in the declared ranges")
+        runs = S.ge(self._term(trips), 1)
+        may_be_empty = not self.env.engine.proven(runs)
+        if may_be_empty and guarding_hint_or_throw(trips) < 1:
+            raise _Static("it runs no iteration at the example's sizes (the scan is traced on one)")
+        empty_at = None if may_be_empty else self.env.engine.counterexample_over_declared(runs)
         if site.reads or site.writes:
             self._require(S.ge(self._term(start), 0), "its start may be negative")
         values = frame.f_locals
@@ -265,7 +280,7 @@ class LoopRolling:
             for out, _, _ in outs:       # the body reads a written tensor's metadata only (``loop_sites``)
                 if any(_shares_memory(out, t) for t in read if t is not out):
                     raise _Static("a tensor it writes at the index shares memory with one the body reads")
-        return _Plan(start, trips, free, init, reads, lists, outs)
+        return _Plan(start, trips, free, init, reads, lists, outs, may_be_empty, empty_at)
 
     def _base(self, item: Indexed, frame: FrameType) -> torch.Tensor:
         """The tensor ``item`` reads from, evaluated without running code (a local and plain attributes)."""
@@ -304,8 +319,14 @@ class LoopRolling:
     # -- step 2 and 3: the scan ------------------------------------------------
     def _scan(self, site: LoopSite, frame: FrameType, plan: _Plan) -> tuple:
         xs = [self._sliced(base, dim, position, parts, plan) for base, dim, position, parts in plan.reads]
+        steps = plan.trips
+        if plan.may_be_empty:
+            # torch's scan runs at least one step: where the loop runs none, it runs one on a slice of zeros
+            # and its results are dropped (the carried values stay their initial ones, nothing is stacked)
+            steps = torch.sym_max(plan.trips, 1)
+            xs = [torch.cat([x, x.new_zeros((1, *x.shape[1:]))]).narrow(0, 0, steps) for x in xs]
         if not xs:
-            xs = [torch.empty((plan.trips, 0))]                 # scan needs an input to count the steps
+            xs = [torch.empty((steps, 0))]                      # scan needs an input to count the steps
         # the carried values as contiguous copies (equal values; a view's symbolic strides trip dynamo), and a
         # value to carry when the loop carries none (scan needs one)
         init = [torch.clone(c, memory_format=torch.contiguous_format) for c in plan.init] or [torch.zeros(())]
@@ -321,6 +342,11 @@ class LoopRolling:
             if not self._same_shape(before.shape, after.shape):
                 self.fail(site.key, f"`{name}` does not keep its shape from one iteration to the next: "
                                     f"{_shape(before)} before, {_shape(after)} after")
+        if plan.may_be_empty:            # the step on zeros is dropped: the loop ran none
+            trips: Any = plan.trips
+            carried = [torch.where(torch.full((), trips, device=after.device) > 0, after, before)
+                       for before, after in zip(init, carried)]
+            ys = [y.narrow(0, 0, plan.trips) for y in ys]
         return carried, ys
 
     def _sliced(self, base: torch.Tensor, dim: int, position: int, parts: tuple, plan: _Plan) -> torch.Tensor:
@@ -391,9 +417,9 @@ class LoopRolling:
         raise _Static(f"a {type(value).__name__} where a size was expected")
 
     def _proven(self, goal: S.Formula) -> bool:
-        """Every claim of a rolled loop (it runs, its indices are inside their dims, its carried shapes are
-        a fixpoint) must hold for every input the program accepts: sizes 0 and 1 included, which torch's
-        convention elsewhere reasons about as if they were 2 (a loop that may run no iteration is no scan)."""
+        """A claim of a rolled loop (its indices are inside their dims, its carried shapes are a fixpoint)
+        holds for every input the program accepts: sizes 0 and 1 included, which torch's convention
+        elsewhere reasons about as if they were 2."""
         return self.env.engine.counterexample_over_declared(goal) is None
 
     def _require(self, goal: S.Formula, reason: str) -> None:
