@@ -369,6 +369,28 @@ def test_a_body_with_effects_is_not_rolled(model, why):
     _matches_eager(model, first.program, [torch.randn(2, 6, 4)])      # unrolled at its example, as today
 
 
+class OwnStack(nn.Module):
+    """A method named ``stack`` is not torch's: it would get the rolled list's one marker (len 1)."""
+
+    def stack(self, values, dim):
+        return torch.stack(values, dim) / len(values)
+
+    def forward(self, x):
+        h = x[:, 0] * 0
+        outs = []
+        for t in range(x.size(1)):
+            h = h * 0.5 + x[:, t]
+            outs.append(h)
+        return self.stack(outs, 1)
+
+
+def test_a_list_read_by_a_function_that_is_not_torchs_stack_is_not_rolled():
+    first, rolling = _rolled(OwnStack(), (torch.randn(2, 6, 4),), ({1: Dim("S", min=1, max=64)},))
+    assert not rolling.rolled
+    assert "`self.stack` is not torch's cat/concat/concatenate/stack" in next(iter(rolling.refusals.values()))
+    _matches_eager(OwnStack(), first.program, [torch.randn(2, 6, 4)])
+
+
 def test_the_body_may_call_code_that_loops_over_a_fixed_range():
     """dynamo traces the body with Python's own ``range`` (the tracer's reads the caller's frame)."""
     class Layers(nn.Module):

@@ -39,7 +39,7 @@ from typing import Callable, Iterator
 
 __all__ = ["BranchSite", "Refusal", "branch_site", "Effects", "Kind", "Unseen", "plain_attribute",
            "PURE_PYTHON", "instructions", "function_node", "names_read", "names_live_before",
-           "names_live_after"]
+           "names_live_after", "lookup"]
 
 
 @dataclass(frozen=True)
@@ -391,7 +391,7 @@ class Effects:
         if isinstance(node, ast.Name):
             if node.id in kinds:
                 return kinds[node.id]
-            return self._of(_lookup(frame, node.id))
+            return self._of(lookup(frame, node.id))
         if isinstance(node, ast.Attribute):
             base = self._kind(node.value, kinds, frame)
             if base is Kind.TENSOR:
@@ -448,7 +448,7 @@ class Effects:
             assert isinstance(func, ast.Name)
             if func.id in kinds:
                 raise Unseen(f"a call of the local `{func.id}`")
-            target = _lookup(frame, func.id)
+            target = lookup(frame, func.id)
         kind = _pure_kind(self.pure, target)
         if kind is None:
             raise Unseen(f"a call of `{ast.unparse(func)}`, whose effects are not known")
@@ -474,7 +474,7 @@ class Unseen(Exception):
 _MISSING = object()
 
 
-def _lookup(frame: FrameType, name: str):
+def lookup(frame: FrameType, name: str):
     for scope in (frame.f_locals, frame.f_globals, frame.f_builtins):
         if name in scope:
             return scope[name]

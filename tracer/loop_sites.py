@@ -89,6 +89,7 @@ class LoopSite:
     writes: tuple[tuple[str, Indexed], ...]   # (tensor written at t, the index): the next stacked outputs
     consumer: ast.Call | None        # a comprehension's: the stack/cat call it is the first argument of
     factory: CodeType                # ``(*free values, fresh) -> body``; ``body(carry, xs)`` is one iteration
+    stackers: tuple[ast.expr, ...]   # the functions of the stack/cat calls that read the stacked outputs
 
     @property
     def key(self) -> tuple[str, int]:
@@ -183,8 +184,7 @@ def _for_site(function: ast.AST, code: CodeType, loop: ast.For) -> LoopSite:
             break
         exposed |= found
     carried = tuple(sorted(bound & (exposed | after)))
-    for name in appended:
-        _check_rolled_list(function, loop, name, shared)
+    stackers = [func for name in appended for func in _check_rolled_list(function, loop, name, shared)]
     for name, place, _ in writes:
         if name in bound or name in shared:
             raise _Refuse(f"`{name}`, written at `{index}`, is bound by the body or shared")
@@ -193,7 +193,8 @@ def _for_site(function: ast.AST, code: CodeType, loop: ast.For) -> LoopSite:
     statements = [_rewritten_statement(stmt, appended, writes) for stmt in loop.body]
     outputs = [f"{PREFIX}y{k}" for k in range(len(appended) + len(writes))]
     return _build(function, code, loop, carried, reads, statements, outputs, tuple(appended),
-                  tuple((name, _indexed(sub, index)) for name, sub, _ in writes), None, bound, index)
+                  tuple((name, _indexed(sub, index)) for name, sub, _ in writes), None, bound, index,
+                  tuple(stackers))
 
 
 def _appended_list(stmt: ast.stmt) -> str | None:
@@ -298,13 +299,17 @@ def _bound(stmts: list[ast.stmt]) -> set[str]:
     return out
 
 
-def _check_rolled_list(function: ast.AST, loop: ast.For, name: str, shared: set[str]) -> None:
+def _check_rolled_list(function: ast.AST, loop: ast.For, name: str, shared: set[str]) -> list[ast.expr]:
     """``name`` is bound only to ``[]`` and read only by the loop's append and as the first argument of
-    stack/cat calls: after the loop it holds one marker for all the iterations' values (``loops``)."""
+    stack/cat calls: after the loop it holds one marker for all the iterations' values (``loops``).  The
+    functions of those calls, which ``loops`` checks are torch's (a method of the user's named ``stack``
+    would get the marker)."""
     if name in shared:
         raise _Refuse(f"the list `{name}` is shared with a nested function")
-    consumers = {id(node.args[0]) for node in ast.walk(function) if isinstance(node, ast.Call)
-                 and isinstance(node.func, ast.Attribute) and node.func.attr in CONSUMERS and node.args}
+    calls = [node for node in ast.walk(function) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Attribute) and node.func.attr in CONSUMERS and node.args
+             and isinstance(node.args[0], ast.Name) and node.args[0].id == name]
+    consumers = {id(node.args[0]) for node in calls}
     in_body = {id(n) for stmt in loop.body for n in ast.walk(stmt)}
     for node in ast.walk(function):
         if not (isinstance(node, ast.Name) and node.id == name):
@@ -319,6 +324,7 @@ def _check_rolled_list(function: ast.AST, loop: ast.For, name: str, shared: set[
                         if isinstance(n, ast.Name) and n.id == name)
     if reads_in_body != 1:
         raise _Refuse(f"the body reads the list `{name}` other than to append to it")
+    return [node.func for node in calls]
 
 
 def _bound_to_empty_list(function: ast.AST, target: ast.Name) -> bool:
@@ -430,7 +436,7 @@ def _comprehension_site(function: ast.AST, code: CodeType, comp: ast.ListComp | 
     statement = ast.Assign([ast.Name(f"{PREFIX}y0", ast.Store())], copy.deepcopy(comp.elt))
     ast.copy_location(statement, comp.elt)
     return _build(function, code, comp, (), reads, [statement], [f"{PREFIX}y0"], (), (), consumer, set(),
-                  index)
+                  index, (consumer.func,))
 
 
 # ---------------------------------------------------------------------------- a range made a tensor
@@ -558,7 +564,7 @@ class _Slices(ast.NodeTransformer):
 def _build(function: ast.AST, code: CodeType, node: ast.For | ast.ListComp | ast.GeneratorExp,
            carried: tuple[str, ...], reads: tuple[Indexed, ...], statements: list[ast.stmt],
            outputs: list[str], appended: tuple[str, ...], writes: tuple, consumer: ast.Call | None,
-           bound: set[str], index: str) -> LoopSite:
+           bound: set[str], index: str, stackers: tuple[ast.expr, ...]) -> LoopSite:
     slices = {item.text: f"{PREFIX}x{k}" for k, item in enumerate(reads)}
     transformer = _Slices(index, slices)
     body = [transformer.visit(stmt) for stmt in statements]
@@ -569,7 +575,8 @@ def _build(function: ast.AST, code: CodeType, node: ast.For | ast.ListComp | ast
     factory = _factory(filename, node.lineno, free, carried or (f"{PREFIX}unused",),
                        tuple(slices.values()) or (f"{PREFIX}steps",), body, outputs)
     text = linecache.getline(filename, node.lineno).strip()
-    return LoopSite(filename, node.lineno, text, carried, free, reads, appended, writes, consumer, factory)
+    return LoopSite(filename, node.lineno, text, carried, free, reads, appended, writes, consumer, factory,
+                    stackers)
 
 
 def _factory(filename: str, line: int, free: tuple[str, ...], carried: tuple[str, ...],

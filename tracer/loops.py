@@ -64,7 +64,7 @@ from torch.overrides import TorchFunctionMode
 from shapeproof import solver as S
 
 from .branch_merge import no_new_frames
-from .branch_sites import Refusal, Unseen, instructions, plain_attribute
+from .branch_sites import Refusal, Unseen, instructions, lookup, plain_attribute
 from .frame_locals import set_locals
 from .loop_sites import CONSUMERS, INDEX, REST, TENSOR_CALLS, WHOLE, ArangeSite, Indexed, LoopSite, loop_site
 from .sympy_bridge import UnsupportedExpression
@@ -180,6 +180,7 @@ class LoopRolling:
         computes as Python does (``loop_sites``).  Of no value at all the call makes a float32 tensor,
         hence a trip count of at least 1."""
         try:
+            _torch_function(frame, site.consumer.func, _TENSOR_CALLS)
             self._require(S.ge(self._term(trips), 1),
                           "it may have no element for sizes in the declared ranges")
         except _Static as exc:
@@ -240,6 +241,8 @@ class LoopRolling:
     def _plan(self, site: LoopSite, frame: FrameType, start, step, trips) -> _Plan:
         if not (type(step) is int and step == 1):
             raise _Static(f"its step is {step}, not 1")
+        for func in site.stackers:
+            _torch_function(frame, func, _CONSUMING)
         runs = S.ge(self._term(trips), 1)
         may_be_empty = not self.env.engine.proven(runs)
         if may_be_empty and guarding_hint_or_throw(trips) < 1:
@@ -431,6 +434,22 @@ class LoopRolling:
 
 
 _MISSING = object()
+
+
+def _torch_function(frame: FrameType, func: ast.expr, allowed: set) -> None:
+    """Check, without running code, that ``func`` (``torch.stack`` as written in the frame's code) is one of
+    the ``allowed`` torch functions: another ``stack`` would receive what the rolled loop left in place of
+    its values (a marker, an empty list)."""
+    try:
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+            raise Unseen("a computed function")
+        value = plain_attribute(lookup(frame, func.value.id), func.attr,
+                                lambda o: isinstance(o, torch.nn.Module), functions=True)
+        if any(value is f for f in allowed):
+            return
+    except Unseen:
+        pass
+    raise _Static(f"`{ast.unparse(func)}` is not torch's {'/'.join(sorted(f.__name__ for f in allowed))}")
 
 
 def _fresh(carried, ys, carried_in, xs_in):
