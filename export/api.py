@@ -165,7 +165,8 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
             raise error(notes, search.regions, narrowing) from first.failure
         if first.failure is not None:
             raise first.failure
-        notes = _unproven_note(report, strategy) + _unread_note(first) + _asserts_note(first, timeout)
+        notes = (_unproven_note(report, strategy) + _unread_note(first) + _asserts_note(first, timeout)
+                 + _loops_note(first))
         search = None
         if report.restrictions:
             # torch.export keeps these as input checks; other traces may show that the program serves
@@ -368,6 +369,20 @@ def _unread_note(first) -> list[str]:
     shown = "; ".join(str(g) for g in unread[:3]) + (f" (+{len(unread) - 3} more)" if len(unread) > 3 else "")
     return [f"{len(unread)} guard(s) could not be read by the engine; the program checks them on its inputs "
             f"and may reject shapes inside the declared ranges, a share the engine cannot count: {shown}"]
+
+
+def _loops_note(first) -> list[str]:
+    """Rolled loops that run no iteration at a size 0 or 1 the declared ranges allow: torch.export's 0/1
+    convention traces those sizes as 2, and a scan cannot run zero times."""
+    notes = []
+    loops = {loop.key: loop for loop in first.torch_env.loop_rolling.rolled if loop.empty_at}
+    for (file, line), loop in loops.items():
+        at = ", ".join(f"{k} = {v}" for k, v in (loop.empty_at or {}).items())
+        notes.append(f"the loop at {file}:{line} (`{loop.text}`) is one scan, which runs at least once: "
+                     f"at {at}, which the declared ranges allow and torch.export traces as 2, the Python "
+                     "loop runs no iteration and the program's scan raises in ep.module() (AOTInductor's "
+                     "compiled loop runs zero times)")
+    return notes
 
 
 def _asserts_note(first, timeout: float) -> list[str]:

@@ -103,10 +103,13 @@ class Trace:
 
     @property
     def fingerprint(self) -> str | None:
-        """Two traces with the same fingerprint compute the same function wherever both are valid."""
+        """Two traces with the same fingerprint compute the same function wherever both are valid (the code
+        of every graph: a scan's or cond's body is a graph of its own, called by name from the top one)."""
         if self.program is None:
             return None
-        return self.program.graph_module.code + "\n" + str(self.program.graph_signature)
+        graphs = [m.code for _, m in self.program.graph_module.named_modules()
+                  if isinstance(m, torch.fx.GraphModule)]
+        return "\n".join(graphs) + "\n" + str(self.program.graph_signature)
 
 
 @dataclass
@@ -323,11 +326,12 @@ def unmerged_after(torch_env: EngineShapeEnv, program) -> frozenset:
     """The ``if``s a trace must not merge, as found by the trace and its program: those whose body was not
     an identity where skipped, and those whose copies (a pad, ``contiguous``) share memory with an in-place
     write of the program, where dropping the copy would change what the write reaches."""
-    merging = torch_env.branch_merging
-    assert merging is not None, "engine traces merge branches"
+    merging, rolling = torch_env.branch_merging, torch_env.loop_rolling
+    assert merging is not None and rolling is not None, "engine traces merge branches and roll loops"
+    refused = frozenset(merging.refused) | rolling.refused_after(program)
     if program is None or not merging.merged:
-        return frozenset(merging.refused)
-    return frozenset(merging.refused) | copies_written(program.graph, merging.merged)
+        return refused
+    return refused | copies_written(program.graph, merging.merged)
 
 
 def _export_once(model, args, kwargs, spec, strategy: str, timeout: float, options: dict | None,

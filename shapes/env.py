@@ -269,6 +269,29 @@ class ShapeEnv:
         extra = tuple(self.knowledge.condition(_as_condition(a)) for a in assuming)
         return self._solve(c, Purpose.MERGE, False, where, extra).proven
 
+    def counterexample_over_declared(self, goal) -> dict[str, int] | None:
+        """None when ``goal`` holds for every input the declared ranges accept, sizes 0 and 1 included where
+        torch.export's convention reasons as if they were 2; else an input where it may not (by the user's
+        names: ``{'S': 1}``; empty when the solver finds none but proves nothing).  For a claim the tracer
+        makes itself (a rolled loop's trip count): its failure at those sizes would be a crash of the
+        tracer's making, not the convention's.  Learned substitutions apply; other facts, learned over the
+        raised ranges, do not."""
+        c = self.knowledge.condition(_as_condition(goal))
+        if isinstance(c, S.Const):
+            return None if c.value else {}
+        ranges = {}
+        for s in c.free_symbols:
+            info = self.symbols.get(s)
+            if info is not None and info.backed:
+                ranges[s] = info.declared
+            else:
+                ranges[s] = self.ranges.get(s, (None, None))
+        verdict = self.solver.prove(c, ranges=ranges, strategy=self.strategy, timeout=self.timeout)
+        if verdict.proven:
+            return None
+        labels = {s.name: info.label for s, info in self.symbols.items()}
+        return {labels.get(k, k): v for k, v in (verdict.counterexample or {}).items()}
+
     def record_merged_branch(self, condition, where: Provenance | None = None,
                              rewrites: tuple[tuple[Expr, Expr], ...] = ()) -> MergedBranch:
         """A branch the tracer took for every input (see ``MergedBranch``); no guard, nothing learned."""

@@ -24,6 +24,7 @@ import re
 import shlex
 import subprocess
 import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,20 +105,28 @@ def run_page(page: Path) -> int:
     from shapeproof.solver import STRATEGIES
 
     STRATEGIES["cascade"].clear_cache()     # a page shows what a fresh process prints, not "(cached)"
-    namespace: dict = {"__name__": f"docs_{page.stem}"}
+    # the page's namespace is a module's, importable by name while the page runs: dynamo imports the module
+    # of the code it traces (torch's scan traces a rolled loop's body, guide/loops.md)
+    module = types.ModuleType(f"docs_{page.stem}")
+    sys.modules[module.__name__] = module
+    namespace: dict = module.__dict__
     ran = 0
-    for block in blocks(page):
-        if block.lang == "console":
-            count = _console(block)
-        elif block.lang == "pycon" or (block.lang == "python" and re.search(r"^\s*>>> ", block.body, re.M)):
-            count = _doctest(block, namespace)
-        elif block.lang == "python":
-            _execute(block, namespace)
-            count = 1
-        else:
-            continue
-        assert count > 0, f"{block}: a {block.lang} block with no example in it"
-        ran += count
+    try:
+        for block in blocks(page):
+            if block.lang == "console":
+                count = _console(block)
+            elif block.lang == "pycon" or (block.lang == "python"
+                                           and re.search(r"^\s*>>> ", block.body, re.M)):
+                count = _doctest(block, namespace)
+            elif block.lang == "python":
+                _execute(block, namespace)
+                count = 1
+            else:
+                continue
+            assert count > 0, f"{block}: a {block.lang} block with no example in it"
+            ran += count
+    finally:
+        sys.modules.pop(module.__name__, None)
     return ran
 
 

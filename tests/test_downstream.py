@@ -97,3 +97,54 @@ def test_aot_inductor_compiles_and_runs_the_program(tmp_path):
         diffs.append(float((got - expected).abs().max()))
     assert max(diffs) < TOLERANCE, list(zip(map(str, case.sweep), diffs))
     print(f"AOTInductor vs eager, max abs difference at {case.sweep}: {diffs}")
+
+
+# ---------------------------------------------------------------------------- a loop rolled into a scan
+
+LENGTHS = (1, 2, 24, 100, 512)
+
+
+@pytest.fixture(scope="module")
+def rolled():
+    """The issue's loop (tracer/loops.py): torch.export fixes its length; shapeproof's program is one scan."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))      # bench/ is a folder of scripts
+    from bench.loop_models import Scan
+    from torch.export import Dim
+
+    torch.manual_seed(0)
+    model, x = Scan().eval(), torch.randn(2, 24, 8)
+    spec = ({1: Dim("S", min=1, max=512)},)
+    program = shapeproof.export(model, (x,), dynamic_shapes=spec)
+    calls = [str(n.target) for n in program.graph.nodes if n.op == "call_function"]
+    assert sum("scan" in c for c in calls) == 1
+    return model, x, spec, program
+
+
+def test_onnx_of_a_rolled_loop_is_one_scan_that_runs_at_every_length(rolled, tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+    model, x, spec, program = rolled
+    onnx_program = torch.onnx.export(program, (x,), dynamic_shapes=spec, dynamo=True, verbose=False)
+    path = tmp_path / "scan.onnx"
+    onnx_program.save(str(path))
+    assert "Scan" in {n.op_type for n in onnx.load(str(path)).graph.node}
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for s in LENGTHS:
+        xs = torch.randn(2, s, 8)
+        (got,) = session.run(None, {"x": xs.numpy()})
+        assert got.shape == (2, s, 16) and np.abs(got - _eager(model, xs)).max() < TOLERANCE, s
+
+
+def test_aot_inductor_runs_a_rolled_loop_at_every_length(rolled, tmp_path):
+    """The program's fake tensors keep the trace's mode: its size tracker must follow nothing after the
+    trace, or AOTInductor's loop counter is bound to its first value (``u0 == 0`` asserted at step 2)."""
+    model, _, _, program = rolled
+    path = torch._inductor.aoti_compile_and_package(program, package_path=str(tmp_path / "scan.pt2"))
+    compiled = torch._inductor.aoti_load_package(path)
+    for s in LENGTHS:
+        xs = torch.randn(2, s, 8)
+        with torch.no_grad():
+            assert (compiled(xs) - model(xs)).abs().max() < TOLERANCE, s

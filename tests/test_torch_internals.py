@@ -289,3 +289,16 @@ def test_node_labelling_is_the_pinned_metadata_function():
 
     module, function = METADATA_FUNCTION
     assert callable(getattr(importlib.import_module(module), function))
+
+
+def test_scan_compiles_its_body_through_a_nested_function():
+    """A rolled loop (tracer/loops.py) clears dynamo's cache for this code around each scan it makes."""
+    assert door.scan_compiled_code().co_name == door.SCAN_COMPILED_FUNCTION
+
+
+def test_dynamo_can_allocate_sizes_without_specializing_them_at_zero_and_one():
+    from torch.fx.experimental import _config
+
+    assert getattr(_config, door.BACKED_SIZE_OBLIVIOUS) is False
+    with door.zero_one_unspecialized():
+        assert getattr(_config, door.BACKED_SIZE_OBLIVIOUS) is True

@@ -55,7 +55,7 @@ from .branch_sites import (
 )
 from .sympy_bridge import UnsupportedExpression
 
-__all__ = ["BranchMerging", "BranchNotMerged", "MergedSite"]
+__all__ = ["BranchMerging", "BranchNotMerged", "MergedSite", "no_new_frames"]
 
 
 class BranchNotMerged(Exception):
@@ -640,7 +640,7 @@ class BranchMerging:
         body.mode = _BodyMode(body)
         body.mode.__enter__()
         body.previous_trace, body.previous_local = sys.gettrace(), body.frame.f_trace
-        sys.settrace(body.previous_trace if body.previous_trace is not None else _no_new_frames)
+        sys.settrace(body.previous_trace if body.previous_trace is not None else no_new_frames)
         body.frame.f_trace = self._line_watcher(body)
         body.frame.f_trace_lines = True
 
@@ -708,7 +708,7 @@ class BranchMerging:
         raise self.failed
 
 
-def _no_new_frames(frame, event, arg):
+def no_new_frames(frame, event, arg):
     """A global trace function that traces no new frame (it only enables the one frame's line events)."""
     return None
 

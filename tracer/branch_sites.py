@@ -38,7 +38,8 @@ from types import CodeType, FrameType
 from typing import Callable, Iterator
 
 __all__ = ["BranchSite", "Refusal", "branch_site", "Effects", "Kind", "Unseen", "plain_attribute",
-           "PURE_PYTHON"]
+           "PURE_PYTHON", "instructions", "function_node", "names_read", "names_live_before",
+           "names_live_after", "lookup"]
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ def branch_site(frame: FrameType) -> BranchSite | Refusal | None:
     position = _jump_position(frame.f_code, frame.f_lasti)
     if position is None:
         return None
-    function = _function_node(frame.f_code)
+    function = function_node(frame.f_code)
     if function is None:
         return None
     line, col = position
@@ -98,7 +99,7 @@ def branch_site(frame: FrameType) -> BranchSite | Refusal | None:
 def _jump_position(code: CodeType, offset: int) -> tuple[int, int] | None:
     """Where in the source the instruction at ``offset`` is, if it is a conditional jump (or its truth
     test)."""
-    found = _instructions(code).get(offset)
+    found = instructions(code).get(offset)
     if found is None:
         return None
     opname, positions = found
@@ -110,13 +111,13 @@ def _jump_position(code: CodeType, offset: int) -> tuple[int, int] | None:
 
 
 @functools.lru_cache(maxsize=512)
-def _instructions(code: CodeType) -> dict:
+def instructions(code: CodeType) -> dict:
     if sys.version_info < (3, 11):      # no source positions per instruction
         return {}
     return {i.offset: (i.opname, i.positions) for i in dis.get_instructions(code)}
 
 
-def _function_node(code: CodeType) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+def function_node(code: CodeType) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The function's own source, parsed, with the positions it has in its file (only the function is
     read: the file may hold more than Python, as a page of documentation does)."""
     if code.co_name.startswith("<"):        # comprehensions, lambdas, module code
@@ -227,7 +228,7 @@ def _checked(function, filename: str, stmt: ast.If, test: ast.expr, flag: str | 
         if reason is not None:
             return refuse(reason)
     bound = frozenset(name for node in stmt.body for name in _targets(node))
-    live = _live_after(function, stmt)
+    live = names_live_after(function, stmt)
     shared = set(code.co_cellvars) | set(code.co_freevars)
     if flag is not None and ((flag in live and not _only_tested(function, flag)) or flag in shared):
         return refuse(f"the flag `{flag}` is read after the `if` other than by `if {flag}:`")
@@ -241,7 +242,7 @@ def _checked(function, filename: str, stmt: ast.If, test: ast.expr, flag: str | 
 
 # ---------------------------------------------------------------------------- which names are read later
 
-def _reads(node: ast.AST | None) -> set[str]:
+def names_read(node: ast.AST | None) -> set[str]:
     if node is None:
         return set()
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
@@ -254,7 +255,7 @@ def _writes(stmt: ast.stmt) -> set[str]:
     return set()
 
 
-def _live_before(stmts: list[ast.stmt], live: set[str]) -> set[str]:
+def names_live_before(stmts: list[ast.stmt], live: set[str]) -> set[str]:
     """Names that may be read, from the start of ``stmts``, before being bound (``live``: after them)."""
     for stmt in reversed(stmts):
         live = _transfer(stmt, live)
@@ -263,20 +264,21 @@ def _live_before(stmts: list[ast.stmt], live: set[str]) -> set[str]:
 
 def _transfer(stmt: ast.stmt, live: set[str]) -> set[str]:
     if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-        return (live - _writes(stmt)) | _reads(stmt.value)
+        return (live - _writes(stmt)) | names_read(stmt.value)
     if isinstance(stmt, ast.AugAssign):
-        return live | _reads(stmt)
+        return live | names_read(stmt)
     if isinstance(stmt, (ast.Return, ast.Raise)):
-        return _reads(stmt)
+        return names_read(stmt)
     if isinstance(stmt, ast.If):
-        return _live_before(stmt.body, live) | _live_before(stmt.orelse, live) | _reads(stmt.test)
+        branches = names_live_before(stmt.body, live) | names_live_before(stmt.orelse, live)
+        return branches | names_read(stmt.test)
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return live | _reads(stmt)
+        return live | names_read(stmt)
     # loops, with, try, match: every name they read may be read, whatever they bind
-    return live | _reads(stmt)
+    return live | names_read(stmt)
 
 
-def _live_after(function: ast.AST, target: ast.stmt) -> set[str]:
+def names_live_after(function: ast.AST, target: ast.stmt) -> set[str]:
     """Names that may be read after ``target`` runs, before being bound again (a superset: loops and
     ``try`` count every name they read)."""
     found: set[str] = set()
@@ -300,7 +302,7 @@ def _live_after(function: ast.AST, target: ast.stmt) -> set[str]:
                 inner = [getattr(stmt, name, []) for name in ("body", "orelse", "finalbody")]
                 inner += [h.body for h in getattr(stmt, "handlers", ())]
                 inner += [c.body for c in getattr(stmt, "cases", ())]
-                out = live_after | _reads(stmt)
+                out = live_after | names_read(stmt)
             if any(visit(block, out) for block in inner if block and isinstance(block[0], ast.stmt)):
                 return True
         return False
@@ -390,7 +392,7 @@ class Effects:
         if isinstance(node, ast.Name):
             if node.id in kinds:
                 return kinds[node.id]
-            return self._of(_lookup(frame, node.id))
+            return self._of(lookup(frame, node.id))
         if isinstance(node, ast.Attribute):
             base = self._kind(node.value, kinds, frame)
             if base is Kind.TENSOR:
@@ -447,7 +449,7 @@ class Effects:
             assert isinstance(func, ast.Name)
             if func.id in kinds:
                 raise Unseen(f"a call of the local `{func.id}`")
-            target = _lookup(frame, func.id)
+            target = lookup(frame, func.id)
         kind = _pure_kind(self.pure, target)
         if kind is None:
             raise Unseen(f"a call of `{ast.unparse(func)}`, whose effects are not known")
@@ -473,7 +475,7 @@ class Unseen(Exception):
 _MISSING = object()
 
 
-def _lookup(frame: FrameType, name: str):
+def lookup(frame: FrameType, name: str):
     for scope in (frame.f_locals, frame.f_globals, frame.f_builtins):
         if name in scope:
             return scope[name]

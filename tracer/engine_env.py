@@ -55,6 +55,7 @@ from .fake_mode import EngineFakeTensorMode
 from .rnn_shapes import symbolic_rnns
 from .size_asserts import sizes_checked_against_inputs
 from .loop_bodies import loop_bodies_unfollowed
+from .loops import LoopRolling
 from .size_tracking import SizeTracker
 from .sym_expr_cache import cached_sym_exprs
 from .symbolic_casts import symbolic_casts
@@ -191,6 +192,8 @@ class EngineShapeEnv(TorchShapeEnv):
         self.bool_symbols: set = set()  # unbacked symbols torch made for booleans of data (``bool(t)``)
         # set by engine_tracing: ``if``s on sizes whose body the trace takes for every input
         self.branch_merging: BranchMerging | None = None
+        # set by engine_tracing: loops over sizes rolled into one scan
+        self.loop_rolling: LoopRolling | None = None
 
     # -- symbols -----------------------------------------------------------------
     def create_symbol(self, val, source, dynamic_dim=None, constraint_dim=None, positive=True,
@@ -590,7 +593,8 @@ def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None
     ``small_buffers``).  ``prefer_deferred_asserts`` is export's
     ``prefer_deferred_runtime_asserts_over_guards``, which export would have
     given the ShapeEnv it builds itself.  ``unmerged``: ``if`` statements (file, line) whose body
-    an earlier attempt found not to be an identity on the side that skips it (``branch_merge``).
+    an earlier attempt found not to be an identity on the side that skips it (``branch_merge``), and
+    loops (``("loop", file, line, why)``) it found not to roll (``loops``).
     Returns ``(context manager, EngineShapeEnv)``.
     """
     torch_env = EngineShapeEnv(engine=engine, dim_specs=dim_specs, tracked_fakes=[], trace_asserts=True,
@@ -599,14 +603,18 @@ def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None
                                      constants=buffers)
     torch_env.size_tracker = fake_mode.size_tracker
     torch_env.branch_merging = BranchMerging(torch_env, unmerged)
-    return _traced(TracingContext(fake_mode), torch_env.branch_merging), torch_env
+    torch_env.loop_rolling = LoopRolling(torch_env, unmerged)
+    return _traced(TracingContext(fake_mode), torch_env.branch_merging, torch_env.loop_rolling,
+                   fake_mode.size_tracker), torch_env
 
 
 @contextmanager
-def _traced(context: TracingContext, merging: BranchMerging):
+def _traced(context: TracingContext, merging: BranchMerging, rolling: LoopRolling, tracker: SizeTracker):
     with tracing(context), exact_cancellation(), symbolic_ranges(), symbolic_rnns(), loop_bodies_unfollowed():
         with sizes_checked_against_inputs(), cached_sym_exprs(), symbolic_casts():
             try:
                 yield
             finally:
                 merging.abandon()
+                rolling.abandon()
+                tracker.close()

@@ -16,6 +16,16 @@ class SharedPatch:
         self._lock = threading.Lock()
         self._active = 0
 
+    @property
+    def lock(self) -> threading.Lock:
+        """Held while the patch is applied or undone."""
+        return self._lock
+
+    @property
+    def active(self) -> bool:
+        """Whether some holder is within the patch."""
+        return self._active > 0
+
     @contextmanager
     def __call__(self):
         with self._lock:

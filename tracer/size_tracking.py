@@ -93,6 +93,7 @@ class SizeTracker:
         self.unbound: dict[sympy.Symbol, str] = {}   # unbacked symbol -> why its tensor was not followed
         self._pending: list[Binding] = []
         self._loop_depth = 0
+        self.closed = False
 
     # -- ranges ---------------------------------------------------------------------------
     def _bound(self, expr) -> tuple[int | None, int | None]:
@@ -135,6 +136,14 @@ class SizeTracker:
         finally:
             self._loop_depth -= 1
 
+    def close(self) -> None:
+        """The trace ended: nothing is followed or bound from now on.  The program's fake tensors keep
+        this mode, and what uses them later (``run_decompositions``, AOTInductor's compile) runs ops this
+        trace never made: AOTInductor lowers a ``scan`` to a loop whose counter, a small tensor read with
+        ``item()``, would be bound to its first value (an assert ``u0 == 0`` that fails at the second
+        step)."""
+        self.closed = True
+
     def operand(self, x):
         """``Tracked`` for a followed operand (tensor or scalar), None when its value is not known."""
         if isinstance(x, FakeTensor):
@@ -173,7 +182,7 @@ class SizeTracker:
 
     # -- after every op ---------------------------------------------------------------------
     def after(self, func, args, kwargs, out) -> None:
-        if self._loop_depth:
+        if self._loop_depth or self.closed:
             if writes(func):
                 self._forget_written(func, args, kwargs)
             return

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import sys
+from contextlib import contextmanager
 
 import torch
 from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw, statically_known_true
@@ -25,8 +26,9 @@ from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw, static
 from shapeproof.shapes import is_user_frame
 
 from .patching import SharedPatch
+from .torch_internals import TracingContext
 
-__all__ = ["symbolic_ranges", "symbolic_range"]
+__all__ = ["symbolic_ranges", "symbolic_range", "python_range"]
 
 _range = builtins.range
 
@@ -47,8 +49,15 @@ def symbolic_range(*args):
         hint = guarding_hint_or_throw(n)
         k = max(hint, 0)
         if not statically_known_true(n == k if k > 0 else n <= 0):
-            return _range(*args)
+            rolled = _roll(sys._getframe(2), start, stop, step, n)      # a loop rolled into one scan (loops)
+            return _range(*args) if rolled is None else rolled
     return tuple(start + i * step if i else start for i in _range(k))
+
+
+def _roll(frame, start, stop, step, n):
+    rolling = getattr(getattr(getattr(TracingContext.try_get(), "fake_mode", None), "shape_env", None),
+                      "loop_rolling", None)
+    return None if rolling is None else rolling.roll(frame, start, stop, step, n)
 
 
 class _RangeType(type):
@@ -69,3 +78,17 @@ class _SymbolicRange(metaclass=_RangeType):
 # Within: ``range`` over sizes from user code keeps them symbolic.
 symbolic_ranges = SharedPatch(lambda: setattr(builtins, "range", _SymbolicRange),
                               lambda: setattr(builtins, "range", _range))
+
+
+@contextmanager
+def python_range():
+    """Within: ``builtins.range`` is Python's own, for dynamo, which traces a rolled loop's body
+    (``loops``) and cannot follow ``_SymbolicRange`` (it reads the caller's frame); the loops of the body
+    and of the code it calls are dynamo's to unroll or refuse.  Another thread's trace meanwhile sees
+    Python's ``range`` too: it specializes, as without the patch."""
+    builtins.range = _range  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        with symbolic_ranges.lock:            # patched again only while a trace still holds the patch
+            builtins.range = _SymbolicRange if symbolic_ranges.active else _range  # type: ignore

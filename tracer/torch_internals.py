@@ -6,13 +6,18 @@ one test instead of somewhere deep in a trace.
 """
 from __future__ import annotations
 
+from types import CodeType
+
 import torch
+from torch._C._dynamo.eval_frame import reset_code as reset_dynamo_code
+from torch.fx.experimental import _config as fx_experimental_config
 from torch._dynamo.exc import UserError, UserErrorType
 from torch._C import DispatchKey
 import torch._export.utils as export_utils  # noqa: F401  (size_asserts wraps its assert lowering)
 from torch._export.utils import _compiling_state_context as compiling_state_context
 from torch._guards import TracingContext, tracing
 import torch._higher_order_ops  # noqa: F401  (registers the higher-order operators by name)
+from torch._higher_order_ops.scan import scan
 from torch._ops import HigherOrderOperator, OpOverload
 from torch._ops import _higher_order_ops as _HIGHER_ORDER_OPERATORS
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
@@ -88,6 +93,29 @@ def higher_order_operator(name: str) -> HigherOrderOperator:
 
 
 PINNED.update({f"higher-order operator {name}": _HIGHER_ORDER_OPERATORS.get(name) for name in LOOP_OPERATORS})
+# A loop rolled into one scan (loops) calls torch's ``scan``, which traces its body with dynamo (fullgraph)
+# through its nested function ``run_flattened_scan``; dynamo's cache for that code is cleared around each call
+# (an entry cached by an earlier trace would give this one a body without asking its guards again).
+SCAN_COMPILED_FUNCTION = "run_flattened_scan"
+
+
+def scan_compiled_code() -> CodeType:
+    """The code object of ``scan``'s nested function that dynamo compiles."""
+    return next(c for c in scan.__code__.co_consts
+                if isinstance(c, CodeType) and c.co_name == SCAN_COMPILED_FUNCTION)
+
+
+PINNED.update({"torch._higher_order_ops.scan.scan": scan,
+               "torch._C._dynamo.eval_frame.reset_code": reset_dynamo_code})
+# dynamo traces that body in a ShapeEnv of its own, whose size symbols it specializes at 0 and 1: guards
+# ``2 <= s`` which its guard check, run on the trace's own sizes, hands back to the trace as guards on the
+# loop's inputs that the Python loop never asked.  With this config flag the symbols start at [0, inf).
+BACKED_SIZE_OBLIVIOUS = "backed_size_oblivious"
+
+
+def zero_one_unspecialized():
+    """A context in which dynamo allocates size symbols without specializing them at 0 and 1."""
+    return fx_experimental_config.patch(**{BACKED_SIZE_OBLIVIOUS: True})  # type: ignore[attr-defined]
 # torch.utils._pytree functions (export's input flattening, the size tracker's leaves)
 PYTREE_FUNCTIONS = ["tree_flatten_with_path", "tree_unflatten", "keystr", "tree_leaves"]
 PINNED.update({f"pytree.{name}": getattr(pytree, name) for name in PYTREE_FUNCTIONS})
