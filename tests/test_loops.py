@@ -44,19 +44,17 @@ def _rolled(model, args, spec):
 
 # ---------------------------------------------------------------------------- idiom 1: the scan of the issue
 
-class Scan(nn.Module):
-    def __init__(self, d=8, hidden=16):
-        super().__init__()
-        self.d = hidden
-        self.a, self.b = nn.Linear(d, hidden), nn.Linear(hidden, hidden)
+def _bench():
+    import sys
+    from pathlib import Path
 
-    def forward(self, x):                      # x: (B, S, D)
-        h = x.new_zeros(x.size(0), self.d)
-        outs = []
-        for t in range(x.size(1)):
-            h = torch.tanh(self.a(x[:, t]) + self.b(h))
-            outs.append(h)
-        return torch.stack(outs, dim=1)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # bench/ is a folder of scripts
+    from bench import loop_models, rolled_loops
+
+    return loop_models, rolled_loops
+
+
+Scan = _bench()[0].Scan          # the issue's example, as the bench exports it
 
 
 def test_the_scan_idiom_is_one_scan_over_every_length_from_one_trace():
@@ -87,7 +85,7 @@ def test_a_trace_at_another_length_gives_the_same_program():
 def test_the_loops_rolled_say_where_and_what_they_carry():
     first, rolling = _rolled(Scan().eval(), (torch.randn(2, 24, 8),), ({1: Dim("S", min=1, max=512)},))
     (loop,) = rolling.rolled
-    assert loop.key == (__file__, Scan.forward.__code__.co_firstlineno + 3)
+    assert loop.key == (Scan.forward.__code__.co_filename, Scan.forward.__code__.co_firstlineno + 3)
     assert loop.carried == ("h",) and loop.outputs == 1
     assert not rolling.refusals and not first.report.guards
 
@@ -422,15 +420,6 @@ def test_the_body_may_call_code_that_loops_over_a_fixed_range():
 
 
 # ---------------------------------------------------------------------------- real models and the bench
-
-def _bench():
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # bench/ is a folder of scripts
-    from bench import loop_models, rolled_loops
-
-    return loop_models, rolled_loops
 
 
 @pytest.mark.slow
