@@ -849,7 +849,7 @@ def accepted_sizes(predicate: F.Formula, box: dict, limit: int = 4096) -> str | 
     for s in predicate.free_symbols:
         lo, hi = box.get(s, (None, None))
         lo = 0 if lo is None else lo
-        if hi is None:
+        if hi is None or hi >= sys.maxsize:            # ``RegionSearch.box`` cuts an open end there
             hi = lo + UNBOUNDED_WINDOW - 1
             open_ended.append(f"{s.name} in {lo}..{hi}")
         spans[s] = (lo, hi)

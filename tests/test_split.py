@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import sys
 import warnings
 import zipfile
 
@@ -279,6 +280,7 @@ def test_what_a_region_accepts_is_counted_up_to_a_million_sizes_and_estimated_pa
     assert accepted_sizes(S.gt(h, 9), {h: (2, 8)}) == "0 of 7 (h)"
     # unbounded (Dim.AUTO): counted from the lower end over a window the message names
     assert accepted_sizes(region, {h: (2, 8), w: (2, None)}) == "342 of 1792 (h, w) (over w in 2..257)"
+    assert accepted_sizes(region, {h: (2, 8), w: (2, sys.maxsize)}) == "342 of 1792 (h, w) (over w in 2..257)"
     # a million sizes are counted, with the share; past that, estimated on an even grid, which says so, and
     # which a periodic check can fool: none of its sizes has h <= 3 and w % 3 != 1 (0.07% of the box do)
     assert accepted_sizes(region, {h: (1, 1000), w: (1, 1000)}) == "1998 of 1000000 (h, w), under 1%"
