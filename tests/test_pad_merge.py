@@ -317,7 +317,7 @@ def test_a_program_with_float_size_arithmetic_serves_the_inputs_it_computes_exac
     result = shapeproof.export_with_report(model, (torch.randn(3, 20, 4),),
                                            dynamic_shapes=({1: Dim("T", min=2, max=96)},))
     assert isinstance(result.program, torch.export.ExportedProgram)
-    assert result.regions.covered and len(result.regions.regions) == 1
+    assert result.regions is None           # the first trace serves the whole range (hintless: n == 1)
     _check_lengths(result.program, model, LENGTHS)
 
 

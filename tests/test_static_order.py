@@ -36,8 +36,8 @@ def test_engine_first_on_large_terms_records_what_torch_first_records(monkeypatc
     def guards(result):
         return [str(g.condition) for g in result.engine.guards]
 
-    def regions(result):
-        return [str(r.predicate) for r in result.regions.regions]
+    def regions(result):        # None: the first trace served the whole range
+        return None if result.regions is None else [str(r.predicate) for r in result.regions.regions]
 
     assert guards(default) == guards(torch_first) and regions(default) == regions(torch_first)
     for h in (4, 7, 21, 40):

@@ -19,7 +19,7 @@ def test_torch_version_is_in_the_supported_range():
 @pytest.mark.parametrize("name", sorted(door.PINNED))
 def test_pinned_name_exists(name):
     obj = door.PINNED[name]
-    assert obj is not None and (inspect.isclass(obj) or callable(obj)), name
+    assert obj is not None and (inspect.isclass(obj) or callable(obj) or inspect.iscode(obj)), name
 
 
 @pytest.mark.parametrize("method", sorted(door.OVERRIDDEN_SHAPE_ENV_METHODS))
@@ -280,15 +280,6 @@ def test_bool_of_a_symbool_reaches_evaluate_expr_through_the_pinned_path():
 
     assert asking()
     assert seen == [(list(BOOL_GUARD_PATH), "asking")]
-
-
-def test_node_labelling_is_the_pinned_metadata_function():
-    import importlib
-
-    from shapeproof.tracer.torch_internals import METADATA_FUNCTION
-
-    module, function = METADATA_FUNCTION
-    assert callable(getattr(importlib.import_module(module), function))
 
 
 def test_scan_compiles_its_body_through_a_nested_function():

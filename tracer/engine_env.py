@@ -52,17 +52,19 @@ from .branch_merge import BranchMerging
 from .data_errors import annotated
 from .exact_cancel import exact_cancellation
 from .fake_mode import EngineFakeTensorMode
+from .hintless import hintless_answer, hintless_views
 from .rnn_shapes import symbolic_rnns
 from .size_asserts import sizes_checked_against_inputs
 from .loop_bodies import loop_bodies_unfollowed
 from .loops import LoopRolling
+from .short_circuits import short_circuit_answer
 from .size_tracking import SizeTracker
 from .sym_expr_cache import cached_sym_exprs
 from .symbolic_casts import symbolic_casts
 from .symbolic_range import symbolic_ranges
 from .sympy_bridge import Conversions, UnsupportedExpression, bounds_of
 from .torch_internals import (
-    BOOL_GUARD_PATH, FORCED_SPECIALIZATIONS, METADATA_FUNCTION, PRETTIFY_RESULTS, GuardOnDataDependentSymNode,
+    BOOL_GUARD_PATH, FORCED_SPECIALIZATIONS, PRETTIFY_RESULTS, GuardOnDataDependentSymNode,
     OpOverload,
     RelaxedUnspecConstraint, StrictMinMaxConstraint, TorchShapeEnv, TracingContext, UserError, UserErrorType,
     convert_guards_to_code, tracing, uninteresting_files,
@@ -173,6 +175,8 @@ def _has_symbols(expr) -> bool:
 class EngineShapeEnv(TorchShapeEnv):
     """torch's ShapeEnv whose undecided questions go to ``engine``, and whose records it mirrors."""
 
+    hintless_views = True       # views of its sizes take torch's meta for sizes without a hint (hintless)
+
     def _init(self, *, engine: ShapeEnv | None = None, dim_specs: dict[str, DimSpec] | None = None, **kwargs):
         super()._init(**kwargs)
         self.engine = engine if engine is not None else ShapeEnv()
@@ -187,6 +191,8 @@ class EngineShapeEnv(TorchShapeEnv):
         self.mirrored: set[int] = set()  # indices into self.guards of guards the engine records and judges
         self._producing_guards = False
         self._evaluating = 0            # depth of evaluate_expr calls (their guards may be deferred)
+        # questions answered without a guard (hintless, short_circuits): (rule, question, answer)
+        self.unguarded_answers: list[tuple[str, sympy.Basic, bool]] = []
         # set by engine_tracing: sizes followed through small tensors
         self.size_tracker: SizeTracker | None = None
         self.bool_symbols: set = set()  # unbacked symbols torch made for booleans of data (``bool(t)``)
@@ -392,9 +398,12 @@ class EngineShapeEnv(TorchShapeEnv):
             merged = self._merged_branch(orig_expr)
             if merged is not None:
                 return merged
-        if (fallback_value is not None and _labelling_a_node()
-                and self._maybe_evaluate_static(orig_expr) is None):
-            return fallback_value
+        if self._backed(orig_expr) and self._maybe_evaluate_static(orig_expr) is None:
+            hintless = hintless_answer(orig_expr, fallback_value, sys._getframe(1), self._at_least_one)
+            if hintless is not None:
+                rule, answer = hintless
+                self.unguarded_answers.append((rule, orig_expr, answer))
+                return answer
         before = len(self.guards)
         self._evaluating += 1
         try:
@@ -409,17 +418,28 @@ class EngineShapeEnv(TorchShapeEnv):
         self._mirror_guards(before)
         return result
 
+    def _backed(self, expr) -> bool:
+        """Whether ``expr`` is of backed sizes only: of unbacked ones torch asks and answers itself (a
+        data-dependent question then has the size tracker follow the tensors the sizes come from)."""
+        return expr.free_symbols <= self.backed_var_to_val.keys()
+
+    def _at_least_one(self, size) -> bool:
+        return self._maybe_evaluate_static(sympy.Ge(size, 1)) == sympy.true
+
     def _merged_branch(self, expr) -> bool | None:
-        """The answer ``branch_merge`` gives an ``if`` of the user's code on sizes, or None (a guard as
-        usual).  Only a question Python asks for a conditional jump of a user frame, and one neither torch
-        nor the engine settles statically, is a branch to merge."""
+        """The answer ``branch_merge`` gives an ``if`` of the user's code on sizes, or ``short_circuits`` an
+        operand of ``and``/``or`` outside torch, or None (a guard as usual).  Only a question Python asks
+        for a conditional jump, and one neither torch nor the engine settles statically, is either."""
         frame = _asking_frame()
-        if frame is None or not is_user_frame(frame) or not _has_symbols(expr):
-            return None
-        if self._maybe_evaluate_static(expr) is not None:
+        if frame is None or not _has_symbols(expr) or self._maybe_evaluate_static(expr) is not None:
             return None
         assert self.branch_merging is not None
-        return self.branch_merging.decide(expr, frame)
+        answer = self.branch_merging.decide(expr, frame) if is_user_frame(frame) else None
+        if answer is None and not is_torch_frame(frame) and self._backed(expr):
+            answer = short_circuit_answer(frame)
+            if answer is not None:
+                self.unguarded_answers.append(("short circuit", expr, answer))
+        return answer
 
     # torch's is wrapped in functools.lru_cache, which mypy cannot see as a method; not cached here either
     def guard_or_defer_runtime_assert(self, orig_expr, msg, fx_node=None):  # type: ignore[override]
@@ -532,18 +552,8 @@ class EngineShapeEnv(TorchShapeEnv):
         return TorchDataDependentError(expr, annotated(error, expr.free_symbols, unbound, self.bool_symbols))
 
 
-def _labelling_a_node() -> bool:
-    """Whether torch asks while filling a graph node's ``tensor_meta`` (``METADATA_FUNCTION``): the answer
-    labels the node and decides nothing the program computes, so it must not become a guard."""
-    module, function = METADATA_FUNCTION
-    frame: FrameType | None = sys._getframe(2)
-    for _ in range(12):
-        if frame is None:
-            return False
-        if frame.f_code.co_name == function and frame.f_globals.get("__name__") == module:
-            return True
-        frame = frame.f_back
-    return False
+def is_torch_frame(frame: FrameType) -> bool:
+    return frame.f_globals.get("__name__", "").split(".")[0] == "torch"
 
 
 def _asking_frame() -> FrameType | None:
@@ -611,7 +621,7 @@ def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None
 @contextmanager
 def _traced(context: TracingContext, merging: BranchMerging, rolling: LoopRolling, tracker: SizeTracker):
     with tracing(context), exact_cancellation(), symbolic_ranges(), symbolic_rnns(), loop_bodies_unfollowed():
-        with sizes_checked_against_inputs(), cached_sym_exprs(), symbolic_casts():
+        with sizes_checked_against_inputs(), cached_sym_exprs(), symbolic_casts(), hintless_views():
             try:
                 yield
             finally:

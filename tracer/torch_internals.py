@@ -6,7 +6,8 @@ one test instead of somewhere deep in a trace.
 """
 from __future__ import annotations
 
-from types import CodeType
+import importlib
+from types import CodeType, FunctionType
 
 import torch
 from torch._C._dynamo.eval_frame import reset_code as reset_dynamo_code
@@ -20,6 +21,7 @@ import torch._higher_order_ops  # noqa: F401  (registers the higher-order operat
 from torch._higher_order_ops.scan import scan
 from torch._ops import HigherOrderOperator, OpOverload
 from torch._ops import _higher_order_ops as _HIGHER_ORDER_OPERATORS
+import torch._subclasses.fake_impls as fake_impls
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException, DynamicOutputShapeException, UnsupportedOperatorException,
@@ -176,14 +178,69 @@ DRAFT_EXPORT_REPORT_ATTRIBUTE = "_report"
 OP_SCHEMA_ATTRIBUTE = "_schema"
 
 
-# torch fills each graph node's ``tensor_meta`` (its memory format, among others) by asking contiguity
-# questions with ``guard_or_true``/``guard_or_false``: over backed sizes they would become guards of the
-# program, though the answer only labels the node (engine_env answers with the fallback instead).
-METADATA_FUNCTION = ("torch.fx.passes.shape_prop", "_extract_tensor_metadata")
-
 # How ``bool(symbool)`` reaches ShapeEnv.evaluate_expr, innermost first: the frame above the last is the code
 # that asked for the truth value (branch_merge reads its ``if`` from there).
 BOOL_GUARD_PATH = ("evaluate_sym_node", "evaluate", "guard_bool", "bool_", "__bool__")
+
+
+# Questions torch asks only to lay out memory (hintless).  A size of 1 leaves its stride free, so torch's
+# stride and memory-format code asks ``size == 1`` (or ``size > 1``): in these Python functions, and in the
+# C++ kernels of these operators (reached from Python by an OpOverload call, ``torch._ops``' ``__call__``, or
+# by a Tensor method through export's ``__torch_function__``, whose ``func`` it is).  The first Python frame
+# outside torch's shape environment (SHAPE_ENV_MODULES) says which; a frame of ASSERTING_FUNCTIONS on the
+# way means the question is an assertion (``torch._check``), never a layout question.
+LAYOUT_FUNCTIONS = frozenset({
+    ("torch._prims", "_collapse_view_helper"), ("torch._prims", "_broadcast_in_dim_meta"),
+    ("torch._subclasses.fake_impls", "conv"), ("torch._subclasses.fake_impls", "_view_unbacked_meta"),
+    # (a closure of make_fast_binary_impl: its guard_or_false only picks the fast or the slow meta)
+    ("torch._subclasses.fake_impls", "fast_binary_impl"),
+    *(("torch._prims_common", name) for name in (
+        "check_contiguous_sizes_strides", "is_contiguous", "is_channels_last_contiguous_2d",
+        "is_channels_last_contiguous_3d", "_is_non_overlapping_and_dense_or_false",
+        "compute_elementwise_output_logical_to_physical_perm", "make_contiguous_strides_for",
+        "are_strides_like_channels_last_or_false", "suggest_memory_format")),
+})
+# Broadcasting asks ``guard_or_false(size == 1)`` where either answer gives the same common shape (the size
+# it compares, or 1 where it is 1) and the same expansion (an expand of 1 to 1 is the tensor itself); only
+# those questions of these functions are answered as hintless ones.
+BROADCAST_FUNCTIONS = frozenset({("torch._refs", "_broadcast_shapes"), ("torch._refs", "_maybe_broadcast"),
+                                 ("torch._subclasses.fake_impls", "infer_size")})
+LAYOUT_OPS = frozenset({"aten::reshape", "aten::view", "aten::flatten", "aten::contiguous",
+                        "aten::convolution", "aten::_convolution", "aten::linear", "aten::matmul"})
+LAYOUT_METHODS = frozenset({"reshape", "view", "flatten", "contiguous"})
+OP_CALL = ("torch._ops", "__call__")
+TORCH_FUNCTION_HOOK = "__torch_function__"
+SHAPE_ENV_MODULES = frozenset({"torch.fx.experimental.symbolic_shapes", "torch.fx.experimental.sym_node"})
+ASSERTING_FUNCTIONS = frozenset({"expect_true", "expect_size", "_check_with",
+                                 "guard_or_defer_runtime_assert"})
+# A view's fake output: torch computes it without asking whether a size is 1 (``_view_unbacked_meta``, its
+# meta for sizes without a hint) when this test of fake_impls says some size has none.
+VIEW_HINT_TEST = "_view_has_unbacked_input"
+PINNED.update({f"fake_impls.{VIEW_HINT_TEST}": getattr(fake_impls, VIEW_HINT_TEST, None),
+               "fake_impls._view_unbacked_meta": getattr(fake_impls, "_view_unbacked_meta", None)})
+
+
+def _defined_in(module_name: str, name: str):
+    """The function ``name`` of the module, or the code of a function by that name nested one level in one
+    of its functions (a closure torch builds per operator); None if neither."""
+    module = importlib.import_module(module_name)
+    if hasattr(module, name):
+        return getattr(module, name)
+    return next((const for value in vars(module).values() if isinstance(value, FunctionType)
+                 for const in value.__code__.co_consts
+                 if isinstance(const, CodeType) and const.co_name == name), None)
+
+
+PINNED.update({f"{module}.{name}": _defined_in(module, name)
+               for module, name in LAYOUT_FUNCTIONS | BROADCAST_FUNCTIONS})
+
+
+def view_hint_test():
+    return getattr(fake_impls, VIEW_HINT_TEST)
+
+
+def set_view_hint_test(test) -> None:
+    setattr(fake_impls, VIEW_HINT_TEST, test)
 
 
 def op_schema(op):
