@@ -34,10 +34,15 @@ def relation_truth(r: F.Rel, bounds: Bounds) -> tuple[bool, bool]:
     """(holds everywhere, holds nowhere) for one relation over the box.  A float node may raise anywhere
     (its interval holds its values, not where it has one), so a relation with one never holds everywhere."""
     diff = bounds.tight(expanded(r.lhs - r.rhs))
-    if diff is None:
+    if diff is None or any(_zero_or_undefined(bounds(d)) for d in r.divisors):
         return False, True
     defined = not r.has_floats and all(bounds.nonzero(d) for d in r.divisors)
     return defined and _ALWAYS[r.op](diff), _NEVER[r.op](diff)
+
+
+def _zero_or_undefined(b) -> bool:
+    """A divisor that is 0 or undefined wherever it is defined: the relation is undefined everywhere."""
+    return b is None or (b.lo == 0 and b.hi == 0)
 
 
 def box_truth(f: F.Formula, bounds: Bounds) -> tuple[bool, bool]:
@@ -141,6 +146,8 @@ class IntervalStrategy(Strategy):
         if ranges is None:
             return proven("the facts exclude every point in range")
         bounds = Bounds(ranges)
+        if any(box_truth(fact, bounds)[1] for fact in problem.facts):
+            return proven("a fact holds nowhere in range (value-range bounds)")
         always, never = box_truth(problem.goal, bounds)
         if always:
             return proven("value-range bounds satisfy the goal everywhere")

@@ -131,6 +131,8 @@ class Encoder:
         self.evaluates[t] = z3.Bool(f"d{n}", self.ctx)
         value = z3.Int(f"w{n}", self.ctx)
         bound = self.bounds(t)
+        if bound is None:                      # defined nowhere in the box
+            self.hints.append(z3.Not(self.evaluates[t]))
         if bound is not None and bound.lo != -INF:
             self.hints.append(value >= int(bound.lo))
         if bound is not None and bound.hi != INF:

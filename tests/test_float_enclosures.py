@@ -1,0 +1,134 @@
+"""Enclosures of float terms (``Bounds.floats``) and the intervals of the integer nodes over them: every value
+Python computes at a point of the box where the term does not raise lies inside, and a term called defined
+nowhere raises at every point.  Issue 40, item 2: facts on floats that hold nowhere (``math.sqrt(-4)``,
+``z ** 0.5 == 2.5``) settle questions over unbounded ranges."""
+import math
+import warnings
+
+import pytest
+from hypothesis import assume, example, given, settings, strategies as st
+
+from shapeproof.solver import Bounds, ParseError, Undefined, evaluate_term, parse_condition, parse_term, prove, relations, symbol
+from shapeproof.solver.bounds import FloatRange
+
+_OVERFLOW = 2 ** 1024 - 2 ** 970
+
+_LEAF = st.sampled_from(["x", "y", "3", "-4", "0", "x * y", "x // 3", "x - y", "7 - x"])
+_FLOAT_CONST = st.sampled_from(["0.1", "0.29", "0.5", "1.5", "2.0", "-2.0", "0.0", "1e300", "2.5", "7.0"])
+
+
+@st.composite
+def _float(draw, depth=2):
+    """Float term text over ints ``x`` and ``y``."""
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(["float({a})", "{a} / {b}", "{c}"])).format(
+            a=draw(_LEAF), b=draw(_LEAF), c=draw(_FLOAT_CONST))
+    a, b = draw(_float(depth=depth - 1)), draw(_float(depth=depth - 1))
+    step = draw(st.sampled_from(["({a} + {b})", "({a} - {b})", "({a} * {b})", "({a} / {b})", "({a} // {b})",
+                                 "({a} % {b})", "(-{a})", "math.sqrt({a})", "({a}) ** {c}", "{c} ** ({a})",
+                                 "math.pow({a}, 0.5)", "({i}) ** {c}", "2.0 ** ({i})", "({a} * {c})"]))
+    return step.format(a=a, b=b, c=draw(_FLOAT_CONST), i=draw(_LEAF))
+
+
+_ROUNDING = st.sampled_from(["math.floor({f})", "math.ceil({f})", "int({f})", "round({f})",
+                             "{f} < {g}", "{f} <= {i}", "{f} == {g}", "{i} < {f}", "{f} != {i}"])
+_BOX = st.sampled_from([(None, None), (0, None), (None, -1), (-50, 50), (5, 2 ** 60), (-3, -1), (0, 0),
+                        (2 ** 1023, None), (None, -2 ** 1030), (1, 9)])
+
+
+def _points(lo, hi):
+    lo_, hi_ = -2 ** 1110 if lo is None else lo, 2 ** 1110 if hi is None else hi
+    edges = [0, 1, -1, 2, 3, -3, 7, 21, -22, 2 ** 53 + 1, _OVERFLOW - 1, _OVERFLOW, 3 * _OVERFLOW, 2 ** 1074,
+             2 ** 1100, 10 ** 6, 2 ** 62]
+    edges += [-v for v in edges]
+    return sorted({min(max(v, lo_), hi_) for v in edges} | {lo_, hi_})
+
+
+def _term(text: str):
+    """The term ``text`` (a comparison: its node, 1 where it is true)."""
+    try:
+        if any(op in text for op in ("<", "==", "!=")):
+            relation = next(iter(relations(parse_condition(text))))
+            assume(getattr(relation.lhs, "is_float_comparison", False))
+            return relation.lhs
+        return parse_term(text)
+    except ParseError:          # a constant division by zero, a huge literal power: refused as input
+        assume(False)
+
+
+def _inside(value, enclosure: FloatRange) -> bool:
+    if value != value:
+        return enclosure.nan
+    return enclosure.lo <= value <= enclosure.hi
+
+
+@settings(max_examples=400, deadline=None)
+@given(_float(), _BOX, _BOX)
+@example("math.sqrt(-4.0)", (None, None), (None, None))
+@example("(y * -4) ** 0.5", (None, None), (6, 12))
+@example("x / 3", (None, None), (None, None))
+@example("2.0 ** (x)", (2000, None), (0, 0))
+def test_every_value_of_a_float_term_lies_in_its_enclosure(text, box_x, box_y):
+    term = _term(f"math.floor({text})").args[0]          # the float term inside
+    bounds = Bounds({symbol("x"): box_x, symbol("y"): box_y})
+    enclosure = bounds.floats(term)
+    for vx in _points(*box_x)[::2]:
+        for vy in _points(*box_y)[::3]:
+            try:
+                value = evaluate_term(term, {"x": vx, "y": vy})
+            except Undefined:
+                continue
+            assert enclosure is not None and _inside(value, enclosure), (text, vx, vy, value, enclosure)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_ROUNDING, _float(), _float(), _LEAF, _BOX, _BOX)
+@example("{f} < {g}", "math.sqrt(x)", "-4.0", "x", (None, None), (None, None))
+@example("{i} < {f}", "x / 3", "-4.0", "x", (None, None), (None, None))
+def test_every_value_of_an_integer_node_over_floats_lies_in_its_interval(shape, f, g, i, box_x, box_y):
+    term = _term(shape.format(f=f, g=g, i=i))
+    interval = Bounds({symbol("x"): box_x, symbol("y"): box_y})(term)
+    for vx in _points(*box_x)[::2]:
+        for vy in _points(*box_y)[::3]:
+            try:
+                value = evaluate_term(term, {"x": vx, "y": vy})
+            except Undefined:
+                continue
+            assert interval is not None and interval.contains(value), (str(term), vx, vy, value, interval)
+
+
+def _quiet(goal, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        return prove(goal, timeout=0.5, **kw)
+
+
+@pytest.mark.parametrize("goal,ranges,fact", [
+    # bench.fuzz_soundness, seed 7: a fact that raises everywhere (math.sqrt of a negative constant)
+    ("max(1, (-5)) < y", {"x": (None, None), "y": (-5, None), "z": (2, 8)},
+     "math.ceil(x / 16) > math.floor(math.sqrt((-4)))"),
+    ("math.floor(x / 3) == (y * y)", {"x": (-5, -3), "y": (None, 6)},
+     "math.trunc(math.pow((-5), 0.5) * 4) != CeilDiv(0, 5)"),
+    # a complex power everywhere in range: y * (-6) < 0
+    ("x != y", {"x": (None, None), "y": (6, None)}, "math.sqrt((y * (-6))) < int((-1) / x)"),
+    ("x > (y * z)", {"x": (5, 11), "y": (-3, 1), "z": (5, None)}, "math.sqrt(z * z) < -1"),
+    ("x == y", {"x": (None, None), "y": (None, None)}, "(x / 7 % 1) > 1"),
+])
+def test_a_fact_on_floats_that_holds_nowhere_proves_any_goal(goal, ranges, fact):
+    assert _quiet(goal, ranges=ranges).refuted              # the goal alone fails somewhere
+    assert _quiet(goal, ranges=ranges, facts=[fact]).proven
+
+
+def test_enclosures_of_the_usual_nodes():
+    x = symbol("x")
+    bounds = Bounds({x: (None, None)})
+    def inner(text):
+        return parse_term(f"math.floor({text})").args[0]
+    assert bounds.floats(inner("math.sqrt(-4.0)")) is None
+    assert bounds.floats(inner("x / 7 % 1")) == FloatRange(0.0, 1.0)
+    assert Bounds({x: (0, None)}).floats(inner("math.sqrt(x)")) == FloatRange(0.0, math.sqrt(float(_OVERFLOW - 1)))
+    def comparison(text):
+        return next(iter(relations(parse_condition(text)))).lhs
+    assert bounds(comparison("x / 3 < 2.5")) == (0, 1)
+    assert bounds(comparison("math.sqrt(x * x) < -0.5")) == (0, 0)
+    assert Bounds({x: (3000, None)})(parse_term("math.floor(2.0 ** x)")) is None     # overflows everywhere
