@@ -8,7 +8,7 @@ import warnings
 import pytest
 from hypothesis import assume, example, given, settings, strategies as st
 
-from shapeproof.solver import Bounds, ParseError, Undefined, evaluate_term, parse_condition, parse_term, prove, relations, symbol
+from shapeproof.solver import Bounds, ParseError, Status, Undefined, evaluate_term, parse_condition, parse_term, prove, relations, symbol
 from shapeproof.solver.bounds import FloatRange
 
 _OVERFLOW = 2 ** 1024 - 2 ** 970
@@ -100,7 +100,7 @@ def test_every_value_of_an_integer_node_over_floats_lies_in_its_interval(shape, 
 def _quiet(goal, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        return prove(goal, timeout=0.5, **kw)
+        return prove(goal, **{"timeout": 0.5, **kw})
 
 
 @pytest.mark.parametrize("goal,ranges,fact", [
@@ -132,3 +132,22 @@ def test_enclosures_of_the_usual_nodes():
     assert bounds(comparison("x / 3 < 2.5")) == (0, 1)
     assert bounds(comparison("math.sqrt(x * x) < -0.5")) == (0, 0)
     assert Bounds({x: (3000, None)})(parse_term("math.floor(2.0 ** x)")) is None     # overflows everywhere
+
+
+@pytest.mark.parametrize("goal,ranges,facts", [
+    # bench.fuzz_soundness, seed 0: x // x is 1 where it is defined, inside a float node too
+    ("~(math.ceil((x // x) / 16) < math.floor(math.ceil(7 / 16) ** 0.75))", {"x": (2, None)}, []),
+    ("(7 * 6) < max(x, (-4))", {"x": (-5, None)}, ["float((x % x)) * 0.5 >= int(x / x)"]),
+])
+def test_integer_terms_inside_float_nodes_are_normalized(goal, ranges, facts):
+    assert _quiet(goal, ranges=ranges, facts=facts).proven
+
+
+@pytest.mark.parametrize("strategy", ["rewrite", "cascade", "z3"])
+def test_a_rule_that_cancels_a_float_node_keeps_where_it_raises(strategy):
+    """``w % 1`` is 0, but ``math.floor(math.sqrt(y))`` raises for y < 0: the normal form keeps that."""
+    for goal in ("math.floor(math.sqrt(y)) % 1 == 0", "(math.floor(math.sqrt(y)) * 2) // 2 == x - x",
+                 "math.floor(x / y) % 1 == 0"):
+        v = _quiet(goal, ranges={"x": (-5, None), "y": (-3, 3)}, strategy=strategy)
+        assert not v.proven, v
+        assert v.status is Status.UNKNOWN or v.counterexample["y"] <= 0, v
