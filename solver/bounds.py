@@ -277,16 +277,24 @@ def _float_mod(a: FloatRange, b: FloatRange) -> FloatRange | None:
 
 
 def _float_floordiv(a: FloatRange, b: FloatRange) -> FloatRange | None:
-    """``a // b`` on doubles: within 2 of the quotient's floor (widened), for finite operands and a
-    divisor of one sign."""
+    """``a // b`` on doubles: within 2 of the floor of the quotient (widened by a relative 2**-50), for
+    finite operands and a divisor of one sign; an end past 2**900 is left open."""
     if b.lo == 0 == b.hi and not b.nan:
         return None
     if not (a.finite and b.finite) or _has_zero(b):
         return TOP
     q = _divide(a, b)
-    if q is None or not q.finite or max(abs(q.lo), abs(q.hi)) > 2.0 ** 900:
+    if q is None or q.nan:
         return TOP
-    return FloatRange(math.floor(q.lo - abs(q.lo) * 2.0 ** -50) - 2.0, math.floor(q.hi + abs(q.hi) * 2.0 ** -50) + 2.0)
+    lo = -INF if not abs(q.lo) < 2.0 ** 900 else math.floor(q.lo - abs(q.lo) * 2.0 ** -50) - 2.0
+    hi = INF if not abs(q.hi) < 2.0 ** 900 else math.floor(q.hi + abs(q.hi) * 2.0 ** -50) + 2.0
+    # CPython takes (a - fmod(a, b)) / b, less 1 where fmod's sign is not b's: operands of one sign give a
+    # quotient that is not negative, of opposite signs one that is not positive
+    if (a.lo >= 0 and b.lo > 0) or (a.hi <= 0 and b.hi < 0):
+        lo = max(lo, 0.0)
+    if (a.lo >= 0 and b.hi < 0) or (a.hi <= 0 and b.lo > 0):
+        hi = min(hi, 0.0)
+    return FloatRange(lo, hi)
 
 
 def _sqrt(a: FloatRange) -> FloatRange | None:

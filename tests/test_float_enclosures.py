@@ -113,6 +113,9 @@ def _quiet(goal, **kw):
     ("x != y", {"x": (None, None), "y": (6, None)}, "math.sqrt((y * (-6))) < int((-1) / x)"),
     ("x > (y * z)", {"x": (5, 11), "y": (-3, 1), "z": (5, None)}, "math.sqrt(z * z) < -1"),
     ("x == y", {"x": (None, None), "y": (None, None)}, "(x / 7 % 1) > 1"),
+    # bench.fuzz_soundness, seed 0: float floor division of operands of one sign is not negative
+    ("min(x, x) <= TruncDiv(3, x)", {"x": (None, 5)}, "(x / 3 // 1) > 5"),
+    ("(x * x) == x", {"x": (0, None)}, "((x + x) / 3 // 1) <= (5 + (-6))"),
 ])
 def test_a_fact_on_floats_that_holds_nowhere_proves_any_goal(goal, ranges, fact):
     assert _quiet(goal, ranges=ranges).refuted              # the goal alone fails somewhere
