@@ -40,7 +40,7 @@ import z3
 from sympy import Expr, Symbol
 
 from . import formula as F
-from . import z3_process
+from . import relax, z3_process
 from .bounds import Bounds, INF
 from .nodes import FLOAT_WRAPPERS, Defined, Defining, iter_nodes, row_of
 from .problem import Deadline, OutOfTime, Problem
@@ -137,7 +137,15 @@ class Encoder:
             self.hints.append(value >= int(bound.lo))
         if bound is not None and bound.hi != INF:
             self.hints.append(value <= int(bound.hi))
+        relaxed = relax.constraints(t, value, self.term, lambda e: z3.If(e >= 0, e, -e), self._finite)
+        if relaxed:                             # where it evaluates, Python's value satisfies them
+            self.hints.append(z3.Implies(self.evaluates[t], z3.And(relaxed)))
         return value
+
+    def _finite(self, node: Expr) -> bool:
+        """Whether the float node is finite wherever it evaluates (no overflow to inf, no nan)."""
+        enclosure = self.bounds.floats(node)
+        return enclosure is not None and not enclosure.nan and max(abs(enclosure.lo), abs(enclosure.hi)) < 2.0 ** 1000
 
     def _defined(self, r: F.Rel) -> list[z3.BoolRef]:
         """Where ``r`` evaluates: its divisors nonzero, and each float node it reads evaluating."""

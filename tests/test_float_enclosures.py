@@ -173,3 +173,59 @@ def test_a_garbage_collection_does_not_count_against_a_deadline():
     PAUSES.total += 10.0                          # a pause of 10 s: credited up to the budget and 0.5 s
     PAUSES("stop", {"generation": 2})
     assert 0.05 + PAUSE_CREDIT < long_pause.remaining() <= 2 * 0.05 + PAUSE_CREDIT
+
+
+# -- linear relaxations of affine float chains (solver/relax.py), for z3 ------------------------------------
+
+_AFFINE_CONST = st.sampled_from(["0.1", "0.29", "0.3", "1.5", "3", "-2.0", "0.75", "7", "1e10", "3e-15"])
+
+
+@st.composite
+def _affine_chain(draw, depth=3):
+    if depth == 0 or draw(st.integers(0, 2)) == 0:
+        return draw(st.sampled_from(["float({t})", "{t} / {c}"])).format(
+            t=draw(st.sampled_from(["x", "y", "x * y", "x // 7", "3 * x - y", "5"])),
+            c=draw(st.sampled_from(["3", "-7", "16", "1", "1000003"])))
+    a, b = draw(_affine_chain(depth=depth - 1)), draw(_affine_chain(depth=depth - 1))
+    return draw(st.sampled_from(["({a} + {b})", "({a} - {b})", "({a} * {c})", "({c} * {a})", "({a} / {c})",
+                                 "(-{a})"])).format(a=a, b=b, c=draw(_AFFINE_CONST))
+
+
+_VALUES = st.one_of(st.integers(-50, 50), st.integers(-2 ** 70, 2 ** 70),
+                    st.sampled_from([2 ** 53 + 1, -(2 ** 53) - 3, 10 ** 17 + 7, 2 ** 62 - 1, 3 * 2 ** 900]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(_affine_chain(), _VALUES, _VALUES)
+@example("((float(x) * 0.1) * 3)", 7, 0)
+@example("(x / 3 - float(x) * 0.3)", 2 ** 53 + 1, 0)
+def test_an_affine_float_chain_is_within_its_relaxation_of_the_exact_value(text, vx, vy):
+    from fractions import Fraction
+    from shapeproof.solver.relax import affine
+    term = _term(f"math.floor({text})").args[0]
+    relaxed = affine(term)
+    assume(relaxed is not None)
+    env = {symbol("x"): vx, symbol("y"): vy}
+    try:
+        value = evaluate_term(term, {"x": vx, "y": vy})
+    except Undefined:
+        return
+    assume(math.isfinite(value))
+    def at(t):
+        return 1 if t is None else evaluate_term(t, {"x": vx, "y": vy})
+    exact = sum(c * at(t) for t, c in relaxed.coeffs.items())
+    size = sum(m * abs(at(t)) for t, m in relaxed.size.items())
+    assert abs(Fraction(value) - exact) <= relaxed.rho * size, (text, vx, vy, value, float(exact))
+
+
+@pytest.mark.parametrize("goal,ranges,fact", [
+    # bench.fuzz_soundness, seeds 0 and 7: facts on floats that hold nowhere, by a relation z3 sees only
+    # through the relaxation (|floor(y / 1.5) - y / 1.5| < 1 + 2**-50 * |y|)
+    ("(y // 6) != 3", {"x": (None, -6), "y": (3, None)}, "math.floor(y / 1.5) == (y + 3)"),
+    ("((-2) // x) <= TruncDiv(x, 6)", {"x": (0, None)}, "math.ceil(x / 3) > x"),
+    ("x < 3", {"x": (None, None)}, "math.floor(x / 0.1) == (-4)"),
+    ("x != ((-1) // y)", {"x": (6, 7), "y": (None, 3)}, "int(y / 5) != (x * y)"),
+])
+def test_z3_proves_through_the_relaxation_of_float_facts(goal, ranges, fact):
+    assert _quiet(goal, ranges=ranges).refuted
+    assert _quiet(goal, ranges=ranges, facts=[fact], strategy="z3", timeout=2.0).proven
