@@ -69,6 +69,17 @@ class Bounds:
         self.memo[key] = result
         return result
 
+    def evaluates(self, term: Expr) -> bool:
+        """Whether Python evaluates every float node of ``term`` without raising at each point of the box
+        where its integer divisions are defined (those a relation carries among its divisors); memoized."""
+        if term.is_Atom or row_of(term).kind is Kind.FLOAT_CONST:
+            return True
+        key = ("evaluates", term)
+        if key not in self.memo:
+            self.memo[key] = all(self.evaluates(a) for a in term.args) and (
+                not _may_raise(term) or _raises_nowhere(term, self))
+        return self.memo[key]
+
     def _side(self, term: Expr):
         """An argument of a comparison: a float term's enclosure, or an int term's interval (no nan)."""
         if _is_float(term):
@@ -315,6 +326,14 @@ def _float_range(term: Expr, bounds: Bounds) -> FloatRange | None:
         ints = [bounds(a) for a in term.args]
         if any(i is None for i in ints):
             return None
+        if isinstance(term, IntTrueDiv) and not term.args[1].is_Integer:
+            q = _rational_quotient(term)          # exact where b != 0, rounded once
+            if q is not None:
+                negative, positive = I._split_nonzero(ints[1])
+                if negative is None and positive is None:
+                    return None
+                value = int(q.p) / int(q.q)
+                return FloatRange(value, value)
         return _int_to_float(ints[0]) if isinstance(term, ToFloat) else _true_div(*ints)
     parts = [bounds.floats(a) for a in term.args]
     if any(p is None for p in parts):
@@ -342,6 +361,58 @@ def _float_range(term: Expr, bounds: Bounds) -> FloatRange | None:
     if isinstance(term, FFloorDiv):
         return _float_floordiv(a, b)
     return TOP
+
+
+def _may_raise(term: Expr) -> bool:
+    return _is_float(term) or row_of(term).is_wrapper
+
+
+def _raises_nowhere(term: Expr, bounds: Bounds) -> bool:
+    """Whether the float node or wrapper ``term`` raises nowhere in the box, its arguments evaluating."""
+    from .nodes import FDiv, FFloorDiv, FloatPow, FMod, FSqrt, IntTrueDiv, ToFloat
+    row = row_of(term)
+    if row.kind is Kind.COMPARISON or row.kind is Kind.DEFINED:
+        return True
+    if row.rounding is not None:                 # inf and nan raise
+        f = bounds.floats(term.args[0])
+        return f is not None and f.finite
+    if isinstance(term, ToFloat):
+        a = bounds(term.args[0])
+        return a is None or (-DOUBLE_OVERFLOW < a.lo and a.hi < DOUBLE_OVERFLOW)
+    if isinstance(term, IntTrueDiv):
+        a, b = bounds(term.args[0]), bounds(term.args[1])
+        if a is None or b is None:
+            return True
+        if not (b.lo > 0 or b.hi < 0):
+            return False
+        if _rational_quotient(term) is not None:
+            return True
+        return a.finite and max(abs(a.lo), abs(a.hi)) < DOUBLE_OVERFLOW * min(abs(b.lo), abs(b.hi))
+    if isinstance(term, (FDiv, FFloorDiv, FMod)):
+        a, b = bounds.floats(term.args[0]), bounds.floats(term.args[1])
+        if b is None or not (b.lo > 0 or b.hi < 0) or b.nan:
+            return False
+        if isinstance(term, FDiv):
+            return True
+        q = bounds.floats(term)
+        return a is not None and a.finite and b.finite and q is not None and q.finite
+    if isinstance(term, FSqrt):
+        a = bounds.floats(term.args[0])
+        return a is not None and not a.nan and a.lo >= 0
+    if isinstance(term, FloatPow):
+        a, b, p = bounds.floats(term.args[0]), bounds.floats(term.args[1]), bounds.floats(term)
+        if a is None or b is None or p is None or a.nan or b.nan or not (abs(p.lo) < 2.0 ** 1000 > abs(p.hi)):
+            return False
+        if b.lo == b.hi and b.lo > 0:            # a constant exponent: complex below 0 unless it is integral
+            return a.lo >= 0 or b.lo == math.floor(b.lo)
+        return a.lo == a.hi and a.lo > 0          # a constant base above 0
+    return not isinstance(term, FloatTerm) or row.kind in (Kind.FLOAT_CONST, Kind.FLOAT)
+
+
+def _rational_quotient(term: Expr):
+    """``a / b`` as a constant rational where the terms cancel (``(-6*x) / (7*x)``), else None."""
+    q = term.args[0] / term.args[1]
+    return q if q.is_Rational else None
 
 
 def _comparison(op: str, a: FloatRange, b: FloatRange) -> Interval:

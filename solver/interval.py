@@ -31,13 +31,19 @@ _NEVER = {op: _ALWAYS[F.NEGATED[op]] for op in _ALWAYS}
 
 
 def relation_truth(r: F.Rel, bounds: Bounds) -> tuple[bool, bool]:
-    """(holds everywhere, holds nowhere) for one relation over the box.  A float node may raise anywhere
-    (its interval holds its values, not where it has one), so a relation with one never holds everywhere."""
+    """(holds everywhere, holds nowhere) for one relation over the box.  A relation with a float node holds
+    everywhere only where the enclosures show that no float node raises (``Bounds.evaluates``)."""
     diff = bounds.tight(expanded(r.lhs - r.rhs))
     if diff is None or any(_zero_or_undefined(bounds(d)) for d in r.divisors):
         return False, True
-    defined = not r.has_floats and all(bounds.nonzero(d) for d in r.divisors)
-    return defined and _ALWAYS[r.op](diff), _NEVER[r.op](diff)
+    return _defined(r, bounds) and _ALWAYS[r.op](diff), _NEVER[r.op](diff)
+
+
+def _defined(r: F.Rel, bounds: Bounds) -> bool:
+    """Whether ``r`` is defined at every point of the box: its divisors nonzero, and its float nodes raising
+    nowhere (``Bounds.evaluates``)."""
+    return all(bounds.nonzero(d) for d in r.divisors) and (
+        not r.has_floats or all(bounds.evaluates(t) for t in (r.lhs, r.rhs, *r.divisors)))
 
 
 def _zero_or_undefined(b) -> bool:
@@ -68,7 +74,7 @@ def box_truth(f: F.Formula, bounds: Bounds) -> tuple[bool, bool]:
 
 
 def _defined_everywhere(f: F.Formula, bounds: Bounds) -> bool:
-    return all(not r.has_floats and all(bounds.nonzero(d) for d in r.divisors) for r in F.relations(f))
+    return all(_defined(r, bounds) for r in F.relations(f))
 
 
 def _linear_parts(diff: sympy.Expr) -> list[tuple[Symbol, int, sympy.Expr]]:

@@ -133,6 +133,8 @@ class Encoder:
         bound = self.bounds(t)
         if bound is None:                      # defined nowhere in the box
             self.hints.append(z3.Not(self.evaluates[t]))
+        elif self.bounds.evaluates(t):         # everywhere (where the divisors a relation carries are not 0)
+            self.hints.append(self.evaluates[t])
         if bound is not None and bound.lo != -INF:
             self.hints.append(value >= int(bound.lo))
         if bound is not None and bound.hi != INF:

@@ -83,6 +83,22 @@ def test_every_value_of_a_float_term_lies_in_its_enclosure(text, box_x, box_y):
 
 @settings(max_examples=400, deadline=None)
 @given(_ROUNDING, _float(), _float(), _LEAF, _BOX, _BOX)
+@example("math.floor({f})", "(-6 * x) / (7 * x)", "0.5", "x", (6, None), (0, 0))
+@example("math.floor({f})", "math.sqrt(x * x)", "0.5", "x", (None, None), (0, 0))
+@example("math.floor({f})", "x / 3", "0.5", "x", (0, 2 ** 60), (0, 0))
+def test_a_term_said_to_evaluate_everywhere_does(shape, f, g, i, box_x, box_y):
+    """``Bounds.evaluates``: what lets a float goal be proven from value ranges (none of its float nodes
+    raises anywhere in the box)."""
+    term = _term(shape.format(f=f, g=g, i=i))
+    if not Bounds({symbol("x"): box_x, symbol("y"): box_y}).evaluates(term):
+        return
+    for vx in _points(*box_x)[::2]:
+        for vy in _points(*box_y)[::3]:
+            evaluate_term(term, {"x": vx, "y": vy})          # raises Undefined where it does not
+
+
+@settings(max_examples=400, deadline=None)
+@given(_ROUNDING, _float(), _float(), _LEAF, _BOX, _BOX)
 @example("{f} < {g}", "math.sqrt(x)", "-4.0", "x", (None, None), (None, None))
 @example("{i} < {f}", "x / 3", "-4.0", "x", (None, None), (None, None))
 def test_every_value_of_an_integer_node_over_floats_lies_in_its_interval(shape, f, g, i, box_x, box_y):
@@ -135,6 +151,15 @@ def test_enclosures_of_the_usual_nodes():
     assert bounds(comparison("x / 3 < 2.5")) == (0, 1)
     assert bounds(comparison("math.sqrt(x * x) < -0.5")) == (0, 0)
     assert Bounds({x: (3000, None)})(parse_term("math.floor(2.0 ** x)")) is None     # overflows everywhere
+
+
+@pytest.mark.parametrize("goal,ranges", [
+    # bench.fuzz_soundness, seed 0: float goals whose float nodes raise nowhere in range
+    ("x != math.floor((x * (-6)) / (7 * x))", {"x": (6, None)}),        # the quotient is -6/7 for every x
+    ("min((-4), 0) < math.floor((-1) / (x * 1))", {"x": (1, None)}),
+])
+def test_a_float_goal_holds_where_value_ranges_show_it_true_and_defined(goal, ranges):
+    assert _quiet(goal, ranges=ranges).proven
 
 
 @pytest.mark.parametrize("goal,ranges,facts", [
