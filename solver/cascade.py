@@ -35,6 +35,7 @@ from typing import Sequence
 
 from .enumerate import EnumerateStrategy
 from .interval import IntervalStrategy
+from .pieces import PiecesStrategy
 from .probe import ProbeStrategy
 from .problem import Deadline, Problem
 from .rewrite import Reductions, RewriteStrategy, Simplified
@@ -62,6 +63,7 @@ def default_stages(reductions: Reductions) -> list[Strategy]:
         EnumerateStrategy(max_points=0, max_work=WORK_BEFORE_Z3),
         weaken.BoxParts(),
         Simplified(Z3Strategy(), reductions),
+        PiecesStrategy(),
         EnumerateStrategy(max_points=4_000_000),
     ]
 
