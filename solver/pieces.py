@@ -55,6 +55,22 @@ def _split_up(lo: int, hi: int | None) -> list[tuple[int, int | None]] | None:
     return [(lo, middle), (middle + 1, hi)]
 
 
+def _corners(problem: Problem, box, most: int = 64):
+    """Points of ``box`` at its ends (an open end at the first magnitude past every double)."""
+    import itertools
+    axes = []
+    for s in problem.symbols:
+        lo, hi = box[s]
+        values = {v for v in (lo, hi) if v is not None}
+        values |= {v for v in (_FAR + 1, -_FAR - 1) if (lo is None or lo <= v) and (hi is None or v <= hi)}
+        values.add(max(lo, min(0, hi)) if lo is not None and hi is not None else
+                   (lo if lo is not None and lo > 0 else (hi if hi is not None and hi < 0 else 0)))
+        axes.append(sorted(values))
+    axes = [sorted(a, key=lambda v: -abs(v)) for a in axes]        # the far ends first
+    for values in itertools.islice(itertools.product(*axes), most):
+        yield dict(zip(problem.symbols, values))
+
+
 def _size(lo: int | None, hi: int | None) -> float:
     return math.inf if lo is None or hi is None else hi - lo + 1
 
@@ -80,8 +96,8 @@ class PiecesStrategy(Strategy):
                 return unknown(f"not settled in {pieces} pieces of the box")
             box = stack.pop()
             pieces += 1
-            size = math.prod(_size(*box[s]) for s in problem.symbols)
-            if size <= SMALL:
+            sizes = [_size(*box[s]) for s in problem.symbols]
+            if all(v <= SMALL for v in sizes) and math.prod(sizes) <= SMALL:
                 point = self._counterexample(problem, box)
                 if point is not None:
                     return refuted(point, f"Python evaluation in a piece of the box ({pieces} pieces)")
@@ -89,9 +105,12 @@ class PiecesStrategy(Strategy):
             bounds = Bounds(box)
             if any(box_truth(f, bounds)[1] for f in problem.facts) or box_truth(problem.goal, bounds)[0]:
                 continue
+            point = next((p for p in _corners(problem, box, 4) if check_counterexample(problem, p) is None), None)
+            if point is not None:               # an end of a piece not settled (where a float overflows)
+                return refuted(point, f"Python evaluation at an end of a piece of the box ({pieces} pieces)")
             widest = max(problem.symbols, key=lambda s: (_size(*box[s]), s.name))
             parts = split(*box[widest])
-            if parts is None:
+            if parts is None:                       # past every double
                 return unknown(f"a piece past the largest double is not settled ({pieces} pieces)")
             for part in reversed(parts):            # the part nearer to 0 is taken first
                 stack.append({**box, widest: part})

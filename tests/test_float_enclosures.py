@@ -303,3 +303,12 @@ def test_value_ranges_over_pieces_of_the_box_settle_float_facts(goal, ranges, fa
 def test_pieces_find_a_counterexample_python_confirms():
     v = _quiet("x != 4", ranges={"x": (None, None)}, facts=["(x + 2) ** 0.5 < 2.5"], strategy=PiecesStrategy())
     assert v.refuted and v.counterexample["x"] == 4, v
+
+
+def test_pieces_of_a_box_with_three_unbounded_ends_are_counted_without_overflow():
+    """bench.fuzz_soundness, seed 0: a piece's size (inf times a 1100-bit int) overflowed a float (an
+    internal error); the guard fails where z / -7 overflows, past -7 * 2**1024."""
+    v = _quiet("not (math.trunc(math.pow(6, 0.5) * (-5)) >= int(z / (-7)))",
+               ranges={"x": (None, None), "y": (1, 2), "z": (None, 5)}, facts=["min(x, 1) < min(z, y)"],
+               strategy=PiecesStrategy())
+    assert v.refuted and v.counterexample["z"] < -7 * 2 ** 1023, v
