@@ -3,8 +3,10 @@
 Facts first narrow the box by propagating linear bounds (``L >= 2*S`` raises
 the least ``L`` to twice the least ``S``).  A relation is proven when the
 interval of ``lhs - rhs`` satisfies it everywhere, every divisor's interval
-excludes zero and it has no float node (which may raise anywhere); a goal that
-can hold nowhere is refuted at any box point that satisfies the facts.  Cheap
+excludes zero and each float node raises nowhere in the box (``Bounds.evaluates``,
+from the enclosures of float terms); a goal that can hold nowhere is refuted at
+any box point that satisfies the facts, and a fact that holds nowhere proves the
+goal (facts only restrict).  Cheap
 (microseconds) and incomplete by design: it cannot see that ``16*(T//16) <=
 T``, which is what ``rewrite`` and ``z3`` are for.
 """

@@ -27,9 +27,13 @@ SMT-LIB text.
 
 Float nodes have no encoding: each integer-valued float node (``math.floor`` of
 a float, a float comparison) is a free integer within its interval, and whether
-it evaluates is a free boolean that every relation reading it requires.  What
-Python computes is one assignment of those, so a proof holds; a model is a
-counterexample only if Python says so at its point (else the answer is unknown).
+it evaluates is a free boolean that every relation reading it requires (true
+where the enclosures show it raises nowhere in the box, false where it is
+defined nowhere).  Where the float is an affine chain (``float(t) * 0.1 * 3``,
+``t / 16``) the integer is also bound to a linear relaxation of its exact value
+(``relax``).  What Python computes is one assignment of those, so a proof holds;
+a model is a counterexample only if Python says so at its point (else the answer
+is unknown).
 """
 from __future__ import annotations
 
