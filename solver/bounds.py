@@ -262,7 +262,9 @@ def _power(a: FloatRange, b: FloatRange) -> FloatRange | None:
         return TOP
     if b.lo == b.hi and math.isfinite(b.lo) and b.lo > 0:
         c = b.lo
-        if c != math.floor(c):                   # a negative base gives a complex value: undefined
+        if c != math.floor(c):                   # a finite negative base gives a complex value: undefined
+            if a.lo == -INF:                     # but (-inf) ** c is inf
+                return FloatRange(INF, INF) if a.hi < 0 else FloatRange(0.0, INF)
             if a.hi < 0:
                 return None
             lo = max(a.lo, 0.0)

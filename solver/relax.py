@@ -16,7 +16,8 @@ every partial sum too).  This holds where no operation overflows or underflows:
 constants between 2**-64 and 2**64 and at most 8 operations keep every nonzero
 value far above the subnormal range; a rounding raises on inf and nan (so
 where it is defined nothing overflowed), and a comparison is relaxed only
-where the enclosure of each of its float nodes is finite (``Bounds.floats``).
+where the enclosure of each of its float nodes is finite (``Bounds.floats``;
+``float(t)`` and ``t / c`` raise rather than overflow).
 
 Each relaxation says what the node's integer can be given ``A`` and the
 distance: ``math.floor(f)`` is within ``[A - rho*M - 1, A + rho*M]``, a

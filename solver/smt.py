@@ -149,9 +149,10 @@ class Encoder:
         return value
 
     def _finite(self, node: Expr) -> bool:
-        """Whether the float node is finite wherever it evaluates (no overflow to inf, no nan)."""
+        """Whether the float node is finite wherever it evaluates (no overflow to inf, no nan: where it would
+        overflow, an end of its enclosure is inf, since IEEE rounding is monotone)."""
         enclosure = self.bounds.floats(node)
-        return enclosure is not None and not enclosure.nan and max(abs(enclosure.lo), abs(enclosure.hi)) < 2.0 ** 1000
+        return enclosure is not None and enclosure.finite
 
     def _defined(self, r: F.Rel) -> list[z3.BoolRef]:
         """Where ``r`` evaluates: its divisors nonzero, and each float node it reads evaluating."""

@@ -109,6 +109,7 @@ def test_a_term_said_to_evaluate_everywhere_does(shape, f, g, i, box_x, box_y):
 @given(_ROUNDING, _float(), _float(), _LEAF, _BOX, _BOX)
 @example("{f} < {g}", "math.sqrt(x)", "-4.0", "x", (None, None), (None, None))
 @example("{i} < {f}", "x / 3", "-4.0", "x", (None, None), (None, None))
+@example("{f} < {g}", "float(x)", "((float(x) * 1e300)) ** 0.1", "x", (None, -1), (None, None))   # (-inf) ** 0.1
 def test_every_value_of_an_integer_node_over_floats_lies_in_its_interval(shape, f, g, i, box_x, box_y):
     term = _term(shape.format(f=f, g=g, i=i))
     interval = Bounds({symbol("x"): box_x, symbol("y"): box_y})(term)
