@@ -52,7 +52,7 @@ class Bounds:
             monotone = self._monotone_rounding(term)
             if monotone is not None:
                 return monotone
-        if row.is_wrapper:                      # float sub-expressions: their enclosures (``floats_bound``)
+        if row.is_wrapper:                      # over float sub-expressions: their enclosures (``floats``)
             return self._wrapper(term, row)
         parts = [self(a) for a in term.args]
         if any(p is None for p in parts):
