@@ -18,7 +18,8 @@ nested pad-to-multiple guards it gives up on in their raw form are easy;
 ``enumerate`` gets a last, larger budget for boxes too big for the first
 passes (``z3`` leaves it half the time when it can decide the box).  A float
 question whose box is too large to enumerate is searched for counterexamples
-in parts of its box (``parts``, before ``z3``), and one the stages leave open
+in parts of its box (``parts``, before ``z3``), settled by value ranges over
+pieces of its box (``pieces``, after ``z3``), and one the stages leave open
 is settled, where it can be, by easier ones (``weaken``): the facts without
 floats, the goal without the facts on floats, its cases over symbols with few
 values, the part of the box where doubles are exact.  Decided verdicts are
@@ -35,6 +36,7 @@ from typing import Sequence
 
 from .enumerate import EnumerateStrategy
 from .interval import IntervalStrategy
+from .pieces import PiecesStrategy
 from .probe import ProbeStrategy
 from .problem import Deadline, Problem
 from .rewrite import Reductions, RewriteStrategy, Simplified
@@ -62,6 +64,7 @@ def default_stages(reductions: Reductions) -> list[Strategy]:
         EnumerateStrategy(max_points=0, max_work=WORK_BEFORE_Z3),
         weaken.BoxParts(),
         Simplified(Z3Strategy(), reductions),
+        PiecesStrategy(),
         EnumerateStrategy(max_points=4_000_000),
     ]
 
@@ -132,7 +135,7 @@ class Cascade(Strategy):
                 return result
             reasons.insert(0,
                            "float arithmetic that is not exact in doubles over the ranges (only enumeration "
-                              "evaluates it)")
+                              "evaluates it exactly; the other stages bound it)")
         return Verdict(Status.UNKNOWN, self.name, time.perf_counter() - start, "; ".join(reasons))
 
     def _weakened(self, problem: Problem, deadline: Deadline) -> Verdict | None:

@@ -3,8 +3,10 @@
 Facts first narrow the box by propagating linear bounds (``L >= 2*S`` raises
 the least ``L`` to twice the least ``S``).  A relation is proven when the
 interval of ``lhs - rhs`` satisfies it everywhere, every divisor's interval
-excludes zero and it has no float node (which may raise anywhere); a goal that
-can hold nowhere is refuted at any box point that satisfies the facts.  Cheap
+excludes zero and each float node raises nowhere in the box (``Bounds.evaluates``,
+from the enclosures of float terms); a goal that can hold nowhere is refuted at
+any box point that satisfies the facts, and a fact that holds nowhere proves the
+goal (facts only restrict).  Cheap
 (microseconds) and incomplete by design: it cannot see that ``16*(T//16) <=
 T``, which is what ``rewrite`` and ``z3`` are for.
 """
@@ -31,13 +33,24 @@ _NEVER = {op: _ALWAYS[F.NEGATED[op]] for op in _ALWAYS}
 
 
 def relation_truth(r: F.Rel, bounds: Bounds) -> tuple[bool, bool]:
-    """(holds everywhere, holds nowhere) for one relation over the box.  A float node may raise anywhere
-    (its interval holds its values, not where it has one), so a relation with one never holds everywhere."""
+    """(holds everywhere, holds nowhere) for one relation over the box.  A relation with a float node holds
+    everywhere only where the enclosures show that no float node raises (``Bounds.evaluates``)."""
     diff = bounds.tight(expanded(r.lhs - r.rhs))
-    if diff is None:
+    if diff is None or any(_zero_or_undefined(bounds(d)) for d in r.divisors):
         return False, True
-    defined = not r.has_floats and all(bounds.nonzero(d) for d in r.divisors)
-    return defined and _ALWAYS[r.op](diff), _NEVER[r.op](diff)
+    return _defined(r, bounds) and _ALWAYS[r.op](diff), _NEVER[r.op](diff)
+
+
+def _defined(r: F.Rel, bounds: Bounds) -> bool:
+    """Whether ``r`` is defined at every point of the box: its divisors nonzero, and its float nodes raising
+    nowhere (``Bounds.evaluates``)."""
+    return all(bounds.nonzero(d) for d in r.divisors) and (
+        not r.has_floats or all(bounds.evaluates(t) for t in (r.lhs, r.rhs, *r.divisors)))
+
+
+def _zero_or_undefined(b) -> bool:
+    """A divisor that is 0 or undefined wherever it is defined: the relation is undefined everywhere."""
+    return b is None or (b.lo == 0 and b.hi == 0)
 
 
 def box_truth(f: F.Formula, bounds: Bounds) -> tuple[bool, bool]:
@@ -63,7 +76,7 @@ def box_truth(f: F.Formula, bounds: Bounds) -> tuple[bool, bool]:
 
 
 def _defined_everywhere(f: F.Formula, bounds: Bounds) -> bool:
-    return all(not r.has_floats and all(bounds.nonzero(d) for d in r.divisors) for r in F.relations(f))
+    return all(_defined(r, bounds) for r in F.relations(f))
 
 
 def _linear_parts(diff: sympy.Expr) -> list[tuple[Symbol, int, sympy.Expr]]:
@@ -141,6 +154,8 @@ class IntervalStrategy(Strategy):
         if ranges is None:
             return proven("the facts exclude every point in range")
         bounds = Bounds(ranges)
+        if any(box_truth(fact, bounds)[1] for fact in problem.facts):
+            return proven("a fact holds nowhere in range (value-range bounds)")
         always, never = box_truth(problem.goal, bounds)
         if always:
             return proven("value-range bounds satisfy the goal everywhere")

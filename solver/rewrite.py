@@ -31,6 +31,7 @@ from .classify import LearnedKind, learned_from
 from .normalize import Normalizer, SharedForms
 from .recent import Recent
 from .strategy import Outcome, Strategy, check_counterexample, proven, refuted, sample_points, unknown
+from .nodes import FLOAT_WRAPPERS, Defined, iter_nodes
 from .terms import symbol
 from .tight import TightBounds
 
@@ -247,9 +248,52 @@ def _describe(fired: dict[str, int]) -> str:
     return ", ".join(sorted(fired)) or "no rules"
 
 
+def _marked(r: F.Rel) -> F.Formula:
+    """``r`` with a ``Defined`` marker for each float wrapper it reads: a rule may cancel a wrapper
+    (``w % 1`` is 0), and Python still raises where the wrapper does."""
+    wrappers = {n for side in (r.lhs, r.rhs) for n in iter_nodes(side) if isinstance(n, FLOAT_WRAPPERS)}
+    return F.rel(r.op, r.lhs, r.rhs, r.divisors | {Defined(w) for w in wrappers})
+
+
+def _map_relations(f: F.Formula, fn) -> F.Formula:
+    if isinstance(f, F.Rel):
+        return fn(f)
+    if isinstance(f, (F.And, F.Or)):
+        return F.rebuilt(f, (_map_relations(a, fn) for a in f.args))
+    return f
+
+
+def float_normal_form(problem: Problem, deadline: Deadline | None) -> Problem | None:
+    """A float question with its integer terms normalized (``x // x`` is 1 where ``x != 0``, inside float
+    nodes too; float nodes themselves are kept, as Python computes them), then made exact where doubles are
+    (``exact_floats``); None where nothing changed.  Every relation keeps its divisors and a ``Defined``
+    marker for each float wrapper it read, so it is undefined exactly where it was: an equal question."""
+    norm = Normalizer(TightBounds(problem.ranges, deadline, strict=True), deadline)
+
+    def normal(f: F.Formula) -> F.Formula:
+        return _map_relations(f, lambda r: norm.formula(_marked(r)) if r.has_floats else norm.formula(r))
+    goal, facts = normal(problem.goal), tuple(normal(f) for f in problem.facts)
+    if not norm.fired:
+        return None
+    return Problem.build(goal, problem.ranges, facts)
+
+
+def completed(problem: Problem, point) -> dict[Symbol, int]:
+    """``point`` of a question over fewer symbols (normalization dropped some: ``x - x``), with the value
+    nearest to 0 for the others."""
+    out = dict(point)
+    for s in problem.symbols:
+        if s not in out:
+            lo, hi = problem.ranges[s]
+            out[s] = max(lo, min(0, hi)) if lo is not None and hi is not None else (
+                lo if lo is not None and lo > 0 else (hi if hi is not None and hi < 0 else 0))
+    return out
+
+
 class RewriteStrategy(Strategy):
     name = "rewrite"
     open_ended = True       # normalizing a Swin-sized term can take its whole deadline (measured: 17 s of 20)
+    decides_floats = True   # float nodes are kept as they are; the integer terms around and in them normalized
 
     def __init__(self, reductions: Reductions | None = None):
         self.reductions = reductions
@@ -259,6 +303,8 @@ class RewriteStrategy(Strategy):
             self.reductions.release()
 
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
+        if problem.has_floats:
+            return self._floats(problem, deadline)
         try:
             red = reduce_problem(problem, deadline, self.reductions)
         except OutOfTime:
@@ -283,6 +329,25 @@ class RewriteStrategy(Strategy):
         goal = red.problem.goal
         # printing a large term costs more than the rewriting (Swin's merged pad sizes): name small ones only
         return unknown("normalized form is inconclusive" + (f": {goal}" if _few_nodes(goal) else ""))
+
+
+    def _floats(self, problem: Problem, deadline: Deadline) -> Outcome:
+        """A float question: its normal form (``float_normal_form``), decided by value ranges (or as an
+        integer question where no float node is left)."""
+        from .interval import IntervalStrategy
+        try:
+            normal = float_normal_form(problem, deadline)
+        except (OutOfTime, RecursionError):
+            return unknown("the rewrite budget ran out")
+        if normal is None:
+            return unknown("no rule applies to the integer terms of the float question")
+        outcome = (IntervalStrategy() if normal.has_floats else self).decide(normal, deadline)
+        if outcome.counterexample is not None:
+            point = completed(problem, outcome.counterexample)
+            if check_counterexample(problem, point) is not None:
+                return unknown("a counterexample of the normal form that is not one of the question")
+            return refuted(point, f"{outcome.reason} (integer terms normalized)")
+        return Outcome(outcome.status, f"{outcome.reason} (integer terms normalized)")
 
 
 def _few_nodes(f: F.Formula, most: int = 60) -> bool:
@@ -310,7 +375,19 @@ class Simplified(Strategy):
 
     def decide(self, problem: Problem, deadline: Deadline) -> Outcome:
         if problem.has_floats:
-            return self.inner.decide(problem, deadline)
+            try:
+                normal = float_normal_form(problem, deadline)
+            except (OutOfTime, RecursionError):
+                normal = None
+            if normal is None:
+                return self.inner.decide(problem, deadline)
+            outcome = self.inner.decide(normal, deadline)
+            if outcome.counterexample is not None:
+                point = completed(problem, outcome.counterexample)
+                if check_counterexample(problem, point) is not None:
+                    return unknown("a counterexample of the normal form that is not one of the question")
+                return refuted(point, outcome.reason)
+            return outcome
         try:
             red = reduce_problem(problem, deadline, self.reductions)
         except (OutOfTime, RecursionError):

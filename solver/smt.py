@@ -27,9 +27,13 @@ SMT-LIB text.
 
 Float nodes have no encoding: each integer-valued float node (``math.floor`` of
 a float, a float comparison) is a free integer within its interval, and whether
-it evaluates is a free boolean that every relation reading it requires.  What
-Python computes is one assignment of those, so a proof holds; a model is a
-counterexample only if Python says so at its point (else the answer is unknown).
+it evaluates is a free boolean that every relation reading it requires (true
+where the enclosures show it raises nowhere in the box, false where it is
+defined nowhere).  Where the float is an affine chain (``float(t) * 0.1 * 3``,
+``t / 16``) the integer is also bound to a linear relaxation of its exact value
+(``relax``).  What Python computes is one assignment of those, so a proof holds;
+a model is a counterexample only if Python says so at its point (else the answer
+is unknown).
 """
 from __future__ import annotations
 
@@ -40,7 +44,7 @@ import z3
 from sympy import Expr, Symbol
 
 from . import formula as F
-from . import z3_process
+from . import relax, z3_process
 from .bounds import Bounds, INF
 from .nodes import FLOAT_WRAPPERS, Defined, Defining, iter_nodes, row_of
 from .problem import Deadline, OutOfTime, Problem
@@ -131,11 +135,24 @@ class Encoder:
         self.evaluates[t] = z3.Bool(f"d{n}", self.ctx)
         value = z3.Int(f"w{n}", self.ctx)
         bound = self.bounds(t)
+        if bound is None:                      # defined nowhere in the box
+            self.hints.append(z3.Not(self.evaluates[t]))
+        elif self.bounds.evaluates(t):         # everywhere (where the divisors a relation carries are not 0)
+            self.hints.append(self.evaluates[t])
         if bound is not None and bound.lo != -INF:
             self.hints.append(value >= int(bound.lo))
         if bound is not None and bound.hi != INF:
             self.hints.append(value <= int(bound.hi))
+        relaxed = relax.constraints(t, value, self.term, lambda e: z3.If(e >= 0, e, -e), self._finite)
+        if relaxed:                             # where it evaluates, Python's value satisfies them
+            self.hints.append(z3.Implies(self.evaluates[t], z3.And(relaxed)))
         return value
+
+    def _finite(self, node: Expr) -> bool:
+        """Whether the float node is finite wherever it evaluates (no overflow to inf, no nan: where it would
+        overflow, an end of its enclosure is inf, since IEEE rounding is monotone)."""
+        enclosure = self.bounds.floats(node)
+        return enclosure is not None and enclosure.finite
 
     def _defined(self, r: F.Rel) -> list[z3.BoolRef]:
         """Where ``r`` evaluates: its divisors nonzero, and each float node it reads evaluating."""

@@ -1,8 +1,9 @@
 """Easier questions that settle a float question the cascade's stages leave open.
 
 Float nodes that are not exact in doubles over the box are decided by
-enumeration (and bounded loosely by the other strategies), which takes no
-unbounded box.  Three plain facts settle many such questions anyway:
+enumeration, and bounded by enclosures (``Bounds.floats``) and linear
+relaxations (``relax``) in the other strategies; enumeration takes no unbounded
+box.  Three plain facts settle many such questions anyway:
 
 * *facts only restrict*: a goal that holds under fewer facts holds under all of
   them, so a goal without floats is asked without the facts that have them
