@@ -33,7 +33,7 @@ class Bounds:
             s: Interval(-INF if lo is None else lo, INF if hi is None else hi)
             for s, (lo, hi) in ranges.items()
         }
-        self.memo: dict[Expr, Maybe] = {}
+        self.memo: dict = {}      # terms' intervals, ('float', t) enclosures, ('evaluates', t) answers
 
     def __call__(self, term: Expr) -> Maybe:
         if term.is_Integer:
@@ -232,7 +232,8 @@ def _divide(a: FloatRange, b: FloatRange) -> FloatRange | None:
     if b.lo < 0:
         parts.append(FloatRange(b.lo, min(b.hi, -tiny)))
     out = [_corners(lambda x, y: x / y, a, p) for p in parts]
-    return FloatRange(min(o.lo for o in out), max(o.hi for o in out), a.nan or b.nan or any(o.nan for o in out))
+    nan = a.nan or b.nan or any(o.nan for o in out)
+    return FloatRange(min(o.lo for o in out), max(o.hi for o in out), nan)
 
 
 def _pow_value(x: float, y: float) -> float:
@@ -320,13 +321,15 @@ def _sqrt(a: FloatRange) -> FloatRange | None:
 
 def _float_range(term: Expr, bounds: Bounds) -> FloatRange | None:
     """The enclosure of the float term ``term`` (``bounds`` gives its integer operands' intervals)."""
-    from .nodes import FAdd, FDiv, FFloorDiv, FloatConst, FloatPow, FMod, FMul, FNeg, FSqrt, FSub, IntTrueDiv, \
-        ToFloat
+    from .nodes import (
+        FAdd, FDiv, FFloorDiv, FloatConst, FloatPow, FMod, FMul, FNeg, FSqrt, FSub, IntTrueDiv, ToFloat,
+    )
     if isinstance(term, FloatConst):
         return FloatRange(term.value, term.value)
     if isinstance(term, (ToFloat, IntTrueDiv)):
-        ints = [bounds(a) for a in term.args]
-        if any(i is None for i in ints):
+        maybe_ints = [bounds(a) for a in term.args]
+        ints = [i for i in maybe_ints if i is not None]
+        if len(ints) < len(maybe_ints):
             return None
         if isinstance(term, IntTrueDiv) and not term.args[1].is_Integer:
             q = _rational_quotient(term)          # exact where b != 0, rounded once
@@ -337,8 +340,9 @@ def _float_range(term: Expr, bounds: Bounds) -> FloatRange | None:
                 value = int(q.p) / int(q.q)
                 return FloatRange(value, value)
         return _int_to_float(ints[0]) if isinstance(term, ToFloat) else _true_div(*ints)
-    parts = [bounds.floats(a) for a in term.args]
-    if any(p is None for p in parts):
+    maybe_parts = [bounds.floats(a) for a in term.args]
+    parts = [p for p in maybe_parts if p is not None]
+    if len(parts) < len(maybe_parts):
         return None
     if isinstance(term, FNeg):
         a = parts[0]
@@ -391,23 +395,25 @@ def _raises_nowhere(term: Expr, bounds: Bounds) -> bool:
             return True
         return a.finite and max(abs(a.lo), abs(a.hi)) < DOUBLE_OVERFLOW * min(abs(b.lo), abs(b.hi))
     if isinstance(term, (FDiv, FFloorDiv, FMod)):
-        a, b = bounds.floats(term.args[0]), bounds.floats(term.args[1])
-        if b is None or not (b.lo > 0 or b.hi < 0) or b.nan:
+        fa, fb = bounds.floats(term.args[0]), bounds.floats(term.args[1])
+        if fb is None or not (fb.lo > 0 or fb.hi < 0) or fb.nan:
             return False
         if isinstance(term, FDiv):
             return True
         q = bounds.floats(term)
-        return a is not None and a.finite and b.finite and q is not None and q.finite
+        return fa is not None and fa.finite and fb.finite and q is not None and q.finite
     if isinstance(term, FSqrt):
-        a = bounds.floats(term.args[0])
-        return a is not None and not a.nan and a.lo >= 0
+        root = bounds.floats(term.args[0])
+        return root is not None and not root.nan and root.lo >= 0
     if isinstance(term, FloatPow):
-        a, b, p = bounds.floats(term.args[0]), bounds.floats(term.args[1]), bounds.floats(term)
-        if a is None or b is None or p is None or a.nan or b.nan or not (abs(p.lo) < 2.0 ** 1000 > abs(p.hi)):
+        fa, fb, p = bounds.floats(term.args[0]), bounds.floats(term.args[1]), bounds.floats(term)
+        if fa is None or fb is None or p is None or fa.nan or fb.nan:
             return False
-        if b.lo == b.hi and b.lo > 0:            # a constant exponent: complex below 0 unless it is integral
-            return a.lo >= 0 or b.lo == math.floor(b.lo)
-        return a.lo == a.hi and a.lo > 0          # a constant base above 0
+        if not (abs(p.lo) < 2.0 ** 1000 > abs(p.hi)):
+            return False
+        if fb.lo == fb.hi and fb.lo > 0:         # a constant exponent: complex below 0 unless it is integral
+            return fa.lo >= 0 or fb.lo == math.floor(fb.lo)
+        return fa.lo == fa.hi and fa.lo > 0      # a constant base above 0
     return not isinstance(term, FloatTerm) or row.kind in (Kind.FLOAT_CONST, Kind.FLOAT)
 
 

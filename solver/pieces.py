@@ -35,7 +35,9 @@ def split(lo: int | None, hi: int | None) -> list[tuple[int | None, int | None]]
     if (lo is None or lo < 0) and (hi is None or hi > 0):
         return [(0, hi), (lo, -1)] if (hi is None or hi >= 1) else [(lo, -1), (0, hi)]
     if lo is not None and lo >= 0:
-        return _split_up(lo, hi)
+        up = _split_up(lo, hi)
+        return None if up is None else [(a, b) for a, b in up]
+    assert hi is not None and hi <= 0        # the cases above took every range reaching past 0
     parts = _split_up(-hi, None if lo is None else -lo)
     return None if parts is None else [(None if b is None else -b, -a) for a, b in parts]
 
@@ -67,8 +69,8 @@ def _corners(problem: Problem, box, most: int = 64):
                    (lo if lo is not None and lo > 0 else (hi if hi is not None and hi < 0 else 0)))
         axes.append(sorted(values))
     axes = [sorted(a, key=lambda v: -abs(v)) for a in axes]        # the far ends first
-    for values in itertools.islice(itertools.product(*axes), most):
-        yield dict(zip(problem.symbols, values))
+    for point in itertools.islice(itertools.product(*axes), most):
+        yield dict(zip(problem.symbols, point))
 
 
 def _size(lo: int | None, hi: int | None) -> float:
@@ -105,7 +107,8 @@ class PiecesStrategy(Strategy):
             bounds = Bounds(box)
             if any(box_truth(f, bounds)[1] for f in problem.facts) or box_truth(problem.goal, bounds)[0]:
                 continue
-            point = next((p for p in _corners(problem, box, 4) if check_counterexample(problem, p) is None), None)
+            point = next((p for p in _corners(problem, box, 4) if check_counterexample(problem, p) is None),
+                         None)
             if point is not None:               # an end of a piece not settled (where a float overflows)
                 return refuted(point, f"Python evaluation at an end of a piece of the box ({pieces} pieces)")
             widest = max(problem.symbols, key=lambda s: (_size(*box[s]), s.name))

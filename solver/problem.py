@@ -115,8 +115,8 @@ class _Pauses:
     """Seconds the garbage collector has stopped the interpreter, in all (``gc.callbacks``).
 
     A full collection of a process that holds sympy's caches and the solver's takes 50-200 ms (measured:
-    3 of them in 5,000 fuzz questions, 68, 115 and 169 ms; 225 ms in 20,000), however small the question it falls in: with a
-    budget of 0.1 s such a question ran out before any strategy had started."""
+    3 of them in 5,000 fuzz questions, 68, 115 and 169 ms; 225 ms in 20,000), however small the question it
+    falls in: with a budget of 0.1 s such a question ran out before any strategy had started."""
 
     def __init__(self):
         self.total = 0.0

@@ -51,7 +51,8 @@ _CONSTANT = None            # the key of the constant part
 
 @dataclass(frozen=True)
 class Affine:
-    """``A = sum coeffs[t] * t`` (``t`` an integer term, ``None`` the constant 1) and ``M = sum size[t] * |t|``:
+    """``A = sum coeffs[t] * t`` (``t`` an integer term, ``None`` the constant 1) and
+    ``M = sum size[t] * |t|``:
     the float is within ``ops * 2**-51 * M`` of ``A``."""
 
     coeffs: dict
@@ -69,7 +70,8 @@ class Affine:
         return None
 
     def scaled(self, v: Fraction) -> "Affine":
-        return Affine({t: c * v for t, c in self.coeffs.items()}, {t: s * abs(v) for t, s in self.size.items()},
+        return Affine({t: c * v for t, c in self.coeffs.items()},
+                      {t: s * abs(v) for t, s in self.size.items()},
                       self.ops + 1)
 
 
@@ -122,12 +124,12 @@ def _affine(f: Expr) -> Affine | None:
     if isinstance(f, (FAdd, FSub)):
         return _sum(a, b, 1 if isinstance(f, FAdd) else -1)
     if isinstance(f, FMul):
-        v, other = (a.constant(), b) if a.constant() is not None else (b.constant(), a)
-        return None if v is None else other.scaled(v)
-    v = b.constant()
-    if v is None or v == 0:
+        scale, other = (a.constant(), b) if a.constant() is not None else (b.constant(), a)
+        return None if scale is None else other.scaled(scale)
+    divisor = b.constant()
+    if divisor is None or divisor == 0:
         return None
-    return a.scaled(1 / v)
+    return a.scaled(1 / divisor)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,7 +141,8 @@ _COMPARISONS = (FloatLt, FloatLe, FloatEq)
 
 def _ends(sides: list[Affine], encode: Callable, absolute: Callable):
     """For each side, ``(D*(A - rho*M), D*(A + rho*M))`` as integer expressions, and the common ``D``."""
-    fractions = [c for s in sides for c in s.coeffs.values()] + [s.rho * m for s in sides for m in s.size.values()]
+    fractions = ([c for s in sides for c in s.coeffs.values()]
+                 + [s.rho * m for s in sides for m in s.size.values()])
     scale = 1
     for q in fractions:
         scale = scale * q.denominator // math.gcd(scale, q.denominator)

@@ -293,7 +293,8 @@ def completed(problem: Problem, point) -> dict[Symbol, int]:
 class RewriteStrategy(Strategy):
     name = "rewrite"
     open_ended = True       # normalizing a Swin-sized term can take its whole deadline (measured: 17 s of 20)
-    decides_floats = True   # float nodes are kept as they are; the integer terms around and in them normalized
+    # float nodes are kept as they are; the integer terms around and in them normalized
+    decides_floats = True
 
     def __init__(self, reductions: Reductions | None = None):
         self.reductions = reductions

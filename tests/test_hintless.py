@@ -131,6 +131,9 @@ def test_size_comparisons_with_one_are_answered_as_if_the_size_were_at_least_two
     assert _as_if_at_least_two(sympy.Lt(1, size), always) is True
     assert _as_if_at_least_two(sympy.Ge(size, 2), always) is True
     assert _as_if_at_least_two(sympy.Le(size, 1), always) is False
+    # a stride per element: 16*size compared with 16 is size compared with 1
+    assert _as_if_at_least_two(sympy.Ne(16 * size, 16), always) is True
+    assert _as_if_at_least_two(sympy.Lt(16 * size, 32), always) is False
     # no single answer from 2 up, another constant, or a size that may be 0: left to a guard
     assert _as_if_at_least_two(sympy.Gt(size, 2), always) is None
     assert _as_if_at_least_two(sympy.Eq(size, 3), always) is None

@@ -93,7 +93,12 @@ def _as_if_at_least_two(expr, at_least_one: Callable) -> bool | None:
         size, bound, relation = bound, size, expr.reversed.func
     else:
         relation = expr.func
-    if not bound.is_number or bound not in (1, 2) or size.is_number or not at_least_one(size):
+    if not bound.is_number or size.is_number:
+        return None
+    factor, unscaled = size.as_content_primitive()      # a stride per element: 16*n != 16 is n != 1
+    if factor.is_positive and bound / factor in (1, 2):
+        size, bound = unscaled, bound / factor
+    if bound not in (1, 2) or not at_least_one(size):
         return None
     answers = {bool(relation(value, bound)) for value in (2, 3, 2**62)}     # one answer from 2 up
     return answers.pop() if len(answers) == 1 else None
