@@ -76,13 +76,8 @@ def test_every_value_of_a_float_term_lies_in_its_enclosure(text, box_x, box_y):
     term = _term(f"math.floor({text})").args[0]          # the float term inside
     bounds = Bounds({symbol("x"): box_x, symbol("y"): box_y})
     enclosure = bounds.floats(term)
-    for vx in _points(*box_x)[::2]:
-        for vy in _points(*box_y)[::3]:
-            try:
-                value = evaluate_term(term, {"x": vx, "y": vy})
-            except Undefined:
-                continue
-            assert enclosure is not None and _inside(value, enclosure), (text, vx, vy, value, enclosure)
+    for vx, vy, value in _values(term, box_x, box_y):
+        assert enclosure is not None and _inside(value, enclosure), (text, vx, vy, value, enclosure)
 
 
 @settings(max_examples=400, deadline=None)
@@ -117,13 +112,18 @@ def test_a_term_said_to_evaluate_everywhere_does(shape, f, g, i, box_x, box_y):
 def test_every_value_of_an_integer_node_over_floats_lies_in_its_interval(shape, f, g, i, box_x, box_y):
     term = _term(shape.format(f=f, g=g, i=i))
     interval = Bounds({symbol("x"): box_x, symbol("y"): box_y})(term)
+    for vx, vy, value in _values(term, box_x, box_y):
+        assert interval is not None and interval.contains(value), (str(term), vx, vy, value, interval)
+
+
+def _values(term, box_x, box_y):
+    """``(x, y, value)`` at a spread of points of the box where Python evaluates ``term``."""
     for vx in _points(*box_x)[::2]:
         for vy in _points(*box_y)[::3]:
             try:
-                value = evaluate_term(term, {"x": vx, "y": vy})
+                yield vx, vy, evaluate_term(term, {"x": vx, "y": vy})
             except Undefined:
                 continue
-            assert interval is not None and interval.contains(value), (str(term), vx, vy, value, interval)
 
 
 def _quiet(goal, **kw):
