@@ -15,7 +15,7 @@ import dataclasses
 
 from shapeproof import solver as F
 from shapeproof.shapes import (
-    DimKind, GuardReport, Query, ShapeEnv, asserts_that_narrow, joint_fixes, suggest_fixes,
+    DimKind, GuardReport, Query, ShapeEnv, asserts_that_narrow, joint_fixes, lift, suggest_fixes,
 )
 from shapeproof.solver import DEFAULT_TIMEOUT
 from shapeproof.tracer import strategy_named
@@ -165,7 +165,8 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
             raise error(notes, search.regions, narrowing) from first.failure
         if first.failure is not None:
             raise first.failure
-        notes = (_unproven_note(report, strategy) + _unread_note(first) + _asserts_note(first, timeout)
+        notes = (_unproven_note(first.engine, report, strategy) + _unread_note(first)
+                 + _asserts_note(first, timeout)
                  + _loops_note(first))
         search = None
         if report.restrictions:
@@ -325,12 +326,13 @@ def _restriction_notes(engine: ShapeEnv, report: GuardReport, split: bool,
         like = (f"torch.export fails on them: they narrow {', '.join(alone)} by itself" if alone
                 else "as torch.export does")
         notes.append(f"the program checks these relations between named dims on its inputs ({like}): "
-                     + "; ".join(engine.render(v.lifted) for v in named) + _share(engine, named))
+                     + "; ".join(engine.render(v.lifted) for v in named)
+                     + _share(engine, [v.lifted for v in named]))
     if branches:
         notes.append("the program checks on its inputs what the code decided about Dim.AUTO/Dim.DYNAMIC dims "
                      "(as torch.export does): " + "; ".join(f"{engine.render(v.lifted)} ({v.guard.where})"
                                                         for v in branches)
-                     + _share(engine, branches)
+                     + _share(engine, [v.lifted for v in branches])
                      + ("" if split else "; export with split=True to cover the other side of a branch too"))
     if report.pinned_together:
         sizes = ", ".join(f"{label} = {size}" for label, size in report.pinned_together)
@@ -346,9 +348,10 @@ def _restriction_notes(engine: ShapeEnv, report: GuardReport, split: bool,
 
 
 def _share(engine: ShapeEnv, checks: list) -> str:
-    """``; it accepts ...``: the share of the declared sizes that input checks let through, in the user's
-    names (an unbounded dim is counted over a window from its lower end, which the text names)."""
-    predicate = F.conj(*(v.lifted for v in checks))
+    """``; it accepts ...``: the share of the declared sizes that input checks (formulas over input sizes)
+    let through, in the user's names (an unbounded dim is counted over a window from its lower end, which
+    the text names)."""
+    predicate = F.conj(*checks)
     names = engine.label_map()
     if not predicate.free_symbols <= engine.symbols.keys():
         return ""
@@ -399,15 +402,16 @@ def _asserts_note(first, timeout: float) -> list[str]:
             f"the declared ranges fail (as torch.export's does): {shown}{more}"]
 
 
-def _unproven_note(report: GuardReport, strategy: str) -> list[str]:
-    """Guards the strategy could neither prove nor refute stay as input checks: say so, not silently
-    narrow."""
+def _unproven_note(engine: ShapeEnv, report: GuardReport, strategy: str) -> list[str]:
+    """Guards the strategy could neither prove nor refute stay as input checks: say so, with the share of
+    the declared sizes they accept (counted by evaluating them), not silently narrow."""
     if not report.unproven:
         return []
     shown = "; ".join(str(g.condition) for g in report.unproven[:3])
     more = f" (+{len(report.unproven) - 3} more)" if len(report.unproven) > 3 else ""
+    share = _share(engine, [lift(engine, g.condition) for g in report.unproven])
     return [f"strategy {strategy!r} could not decide {len(report.unproven)} guard(s); the program checks "
-            f"them on its inputs and may reject shapes inside the declared ranges: {shown}{more}"]
+            f"them on its inputs and may reject shapes inside the declared ranges: {shown}{more}{share}"]
 
 
 def _region_notes(search: RegionSearch, split: bool) -> list[str]:

@@ -7,6 +7,7 @@ shapes from the declared ranges, range ends included.  Save/load and
 rejected, and a genuinely failing export must explain itself and be fixable.
 """
 import io
+import warnings
 
 import pytest
 import torch
@@ -191,3 +192,24 @@ def test_what_is_not_a_module_raises_what_torch_export_raises(make):
     with pytest.raises(type(torch_error.value)) as ours:
         shapeproof.export(mod, args, dynamic_shapes=spec)
     assert str(ours.value) == str(torch_error.value)
+
+
+class PaddedOrNot(torch.nn.Module):
+    """A guard true for every size that interval arithmetic cannot prove (``4*(t//4) + t%4 == t``)."""
+
+    def forward(self, x):
+        t = x.shape[1]
+        if (t // 4) * 4 + t % 4 != t:
+            raise ValueError("unreachable")
+        return x * 2
+
+
+def test_undecided_guards_kept_as_input_checks_say_what_share_they_accept():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        program = shapeproof.export(PaddedOrNot(), (torch.randn(2, 10),),
+                                    dynamic_shapes=({1: torch.export.Dim("T", min=2, max=100)},),
+                                    strategy="interval")
+    undecided = [str(w.message) for w in caught if "could not decide" in str(w.message)]
+    assert len(undecided) == 1 and undecided[0].endswith("it accepts 99 of 99 (T): T in 2..100")
+    assert torch.equal(program.module()(torch.ones(2, 37)), 2 * torch.ones(2, 37))
