@@ -257,36 +257,31 @@ def transformers_models() -> list[IdiomModel]:
          (timesformer.TimesformerEmbeddings.forward, "if num_frames != self.time_embeddings.size(1)")],
         note="W fixed at 16 (the layers read the grid width from the config); T = 2f"))
 
-    # idiom 3: a square grid recovered from the token count, floor(sqrt(n)), on square inputs 8g x 8g.
-    def vit_mim():
-        return _Main(tf.ViTForMaskedImageModeling(tf.ViTConfig(
-            image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-            intermediate_size=64, encoder_stride=8)), interpolate_pos_encoding=True)
+    # idiom 3: a square grid recovered from the token count, on square inputs 8g x 8g: ViT's as
+    # math.floor(n ** 0.5), DeiT's as int(n ** 0.5) (Python's int must return an int, so torch fixes the
+    # grid to the example's; shapeproof's traces keep it symbolic: tracer/symbolic_casts.py)
+    def square_grid(name, idiom, model_class, config_class, module, grid_line):
+        masked_model = getattr(module, model_class)
+        embeddings = getattr(module, model_class.replace("ForMaskedImageModeling", "Embeddings"))
 
-    models.append(IdiomModel(
-        "vit_mim", "3 square grid", "ViTForMaskedImageModeling", _seeded(vit_mim),
-        lambda p: (_image(BATCH, 3, 8 * p["g"], 8 * p["g"]),),
-        [Size(0, 2, "g", 8), Size(0, 3, "g", 8)], {"g": (2, 16)}, {"g": 6},
-        [{"g": g} for g in (6, 2, 16, 3, 4, 5, 7, 9, 12, 15)],
-        [(vit.ViTForMaskedImageModeling.forward, "height = width = math.floor(sequence_length**0.5)"),
-         (vit.ViTEmbeddings.interpolate_pos_encoding, "if not torch.jit.is_tracing() and num_patches")],
-        note="H = W = 8g; g = 4 is the table's own grid"))
+        def build():
+            return _Main(masked_model(config_class(
+                image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                intermediate_size=64, encoder_stride=8)), interpolate_pos_encoding=True)
 
-    # idiom 3 as int(n ** 0.5): Python's int must return an int, so torch fixes the grid to the example's
-    # (shapeproof's traces keep it symbolic: tracer/symbolic_casts.py)
-    def deit_mim():
-        return _Main(tf.DeiTForMaskedImageModeling(tf.DeiTConfig(
-            image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-            intermediate_size=64, encoder_stride=8)), interpolate_pos_encoding=True)
+        return IdiomModel(
+            name, idiom, model_class, _seeded(build),
+            lambda p: (_image(BATCH, 3, 8 * p["g"], 8 * p["g"]),),
+            [Size(0, 2, "g", 8), Size(0, 3, "g", 8)], {"g": (2, 16)}, {"g": 6},
+            [{"g": g} for g in (6, 2, 16, 3, 4, 5, 7, 9, 12, 15)],
+            [(masked_model.forward, grid_line),
+             (embeddings.interpolate_pos_encoding, "if not torch.jit.is_tracing() and num_patches")],
+            note="H = W = 8g; g = 4 is the table's own grid")
 
-    models.append(IdiomModel(
-        "deit_mim", "3 square grid (int)", "DeiTForMaskedImageModeling", _seeded(deit_mim),
-        lambda p: (_image(BATCH, 3, 8 * p["g"], 8 * p["g"]),),
-        [Size(0, 2, "g", 8), Size(0, 3, "g", 8)], {"g": (2, 16)}, {"g": 6},
-        [{"g": g} for g in (6, 2, 16, 3, 4, 5, 7, 9, 12, 15)],
-        [(deit.DeiTForMaskedImageModeling.forward, "height = width = int(sequence_length**0.5)"),
-         (deit.DeiTEmbeddings.interpolate_pos_encoding, "if not torch.jit.is_tracing() and num_patches")],
-        note="H = W = 8g; g = 4 is the table's own grid"))
+    models.append(square_grid("vit_mim", "3 square grid", "ViTForMaskedImageModeling", tf.ViTConfig, vit,
+                              "height = width = math.floor(sequence_length**0.5)"))
+    models.append(square_grid("deit_mim", "3 square grid (int)", "DeiTForMaskedImageModeling", tf.DeiTConfig,
+                              deit, "height = width = int(sequence_length**0.5)"))
 
     # idiom 4: spatial-reduction attention; the reduced grid is 1x1 over the bottom of the range.
     models.append(_image_model(
