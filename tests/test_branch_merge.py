@@ -257,6 +257,118 @@ def test_a_resize_that_is_not_exact_at_the_same_size_is_not_merged():
     assert first.unmerged and first.region is not None      # tried, found out, traced again without it
 
 
+# an ``else`` that is the end of the ``if`` body with the cached table in place of the resized one
+# (TimeSformer's two tables): the body up to there is taken for every input
+
+class SpaceTable(nn.Module):
+    """The class row and a 2x2 grid; the grid is resized, through views, when the token count differs."""
+
+    def __init__(self, rows_in_order: bool = True):
+        super().__init__()
+        self.table, self.order = nn.Parameter(torch.randn(1, 5, 6)), 1 if rows_in_order else -1
+
+    def forward(self, x):                      # x: (B, H, 6); tokens: 1 + 2 * (H // 8)
+        embeddings = x[:, :1 + 2 * (x.size(1) // 8)]
+        if embeddings.size(1) != self.table.size(1):
+            cls_row = self.table[0, 0, :].unsqueeze(0).unsqueeze(1)
+            grid = self.table[0, 1:, :].unsqueeze(0).transpose(1, 2)
+            side = int(grid.size(2) ** 0.5)
+            grid = grid.reshape(1, embeddings.size(2), side, side)
+            grid = F.interpolate(grid, size=(embeddings.size(1) // 2, 2), mode="nearest")
+            grid = grid.flatten(2).transpose(1, 2)
+            table = torch.cat((cls_row, grid)[::self.order], 1)
+            embeddings = embeddings + table
+        else:
+            embeddings = embeddings + self.table
+        return embeddings.softmax(-1).cumsum(1)
+
+
+class TimeTable(nn.Module):
+    """A table resized along its second dim through a transpose: the resized copy is laid out unlike the
+    table, and only its sum with a contiguous tensor of the full shape is laid out alike."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(1, 3, 8))
+
+    def forward(self, x):                      # x: (B, T, 8)
+        frames = x.size(1)
+        if frames != self.table.size(1):
+            table = self.table.transpose(1, 2)
+            table = F.interpolate(table, size=frames, mode="nearest")
+            table = table.transpose(1, 2)
+            x = x + table
+        else:
+            x = x + self.table
+        return x.cumsum(1)
+
+
+class TimeTableFirst(TimeTable):
+    def forward(self, x):
+        frames = x.size(1)
+        if frames != self.table.size(1):
+            table = self.table.transpose(1, 2)
+            table = F.interpolate(table, size=frames, mode="nearest")
+            table = table.transpose(1, 2)
+            x = table + x
+        else:
+            x = self.table + x
+        return x.cumsum(1)
+
+
+class ElseReadsAnotherTable(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.table, self.other = nn.Parameter(torch.randn(1, 3, 8)), nn.Parameter(torch.randn(1, 3, 8))
+
+    def forward(self, x):
+        if x.size(1) != self.table.size(1):
+            table = F.interpolate(self.table.transpose(1, 2), size=x.size(1), mode="nearest").transpose(1, 2)
+            x = x + table
+        else:
+            x = x + self.other
+        return x
+
+
+def _merged_lines(first) -> list[str]:
+    return [b.where.frame.code for b in first.engine.merged_branches]
+
+
+@pytest.mark.parametrize("model,x,spec,sizes", [
+    (SpaceTable(), torch.randn(2, 40, 6), ({1: Dim("H", min=8, max=64)},), [(2, h, 6) for h in range(8, 65)]),
+    (TimeTable(), torch.randn(2, 5, 8), ({1: Dim("T", min=1, max=12)},), [(2, t, 8) for t in range(1, 13)]),
+], ids=["space", "time"])
+def test_an_else_that_ends_the_body_with_the_cached_table_is_one_trace(model, x, spec, sizes):
+    first = _one_trace(model, (x,), spec)
+    assert len(first.engine.merged_branches) == 1 and not first.unmerged
+    program = shapeproof.export(model, (x,), dynamic_shapes=spec)
+    _matches_eager(model, program, sizes)
+
+
+@pytest.mark.parametrize("model,x,spec", [
+    (SpaceTable(rows_in_order=False), torch.randn(2, 40, 6), ({1: Dim("H", min=8, max=64)},)),
+    (TimeTableFirst(), torch.randn(2, 5, 8), ({1: Dim("T", min=1, max=12)},)),
+    (ElseReadsAnotherTable(), torch.randn(2, 5, 8), ({1: Dim("T", min=1, max=12)},)),
+], ids=["rows-out-of-order", "copy-laid-out-unlike-first", "another-table"])
+def test_an_else_the_body_does_not_reproduce_is_not_merged(model, x, spec):
+    """The grid before the class row is not the table; a copy laid out unlike the table is first in the
+    sum, so it orders the result's dims; the ``else`` adds another table."""
+    first = _one_trace(model, (x,), spec)
+    assert not first.engine.merged_branches
+    assert first.unmerged or any(g.verdict is not None and not g.verdict.proven for g in first.report.guards)
+
+
+def test_an_elementwise_sum_is_laid_out_by_its_first_operand_on_eager():
+    """What the layout rule for a table laid out unlike the cached one relies on."""
+    x = torch.randn(4, 3, 8)
+    table = torch.randn(1, 8, 3).transpose(1, 2)         # (1, 3, 8), not contiguous
+    cached = table.contiguous()
+    for op in (torch.add, torch.sub, torch.mul, torch.div):
+        merged, original = op(x, table), op(x, cached)
+        assert merged.stride() == original.stride() and torch.equal(_bits(merged), _bits(original))
+    assert (table + x).stride() != (cached + x).stride()   # first, the copy orders the dims itself
+
+
 # ---------------------------------------------------------------------------- what is not merged
 
 def _kept_a_guard(model, x, spec) -> bool:

@@ -22,15 +22,21 @@ guard, and watches the body run:
   through a chain of those identities from its old value, a size proven
   equal to its old value.
 
+Views between identities are followed as index maps (``view_maps``), so a
+chain that takes a table apart and puts it back together is the table.  An
+``if`` with an ``else`` that is the end of the ``if`` body with other values
+in places (``branch_sites``) takes the body up to there, and then each name
+the ``else`` replaces must hold what the ``else`` reads in its place.
+
 Every later stage then sees one symbolic size for both sides
 (``W + (4 - W % 4) % 4``), so k padding stages cost one trace.  Anything
 unexpected raises ``BranchNotMerged`` into the trace, which is then made
 again without merging that ``if`` (``refused``): a merge never rests on a
 hope.  The identities are those of ``export/identities.py`` (each checked
-against eager there), read at the level of the calls Python makes; copies
-(pad, ``cat``, ``contiguous``) are accepted only on inputs proven contiguous
-where the body would be skipped, and export checks that no in-place op of
-the program writes to memory they may share.
+against eager there), read at the level of the calls Python makes; a copy
+(pad, ``cat``, ``contiguous``) laid out unlike its input keeps only its values
+(a name holding it at the end is checked for layout), and export checks that
+no in-place op of the program writes to memory copies may share.
 """
 from __future__ import annotations
 
@@ -53,7 +59,9 @@ from shapeproof.shapes import Provenance, capture
 from .branch_sites import (
     PURE_PYTHON, BranchSite, Effects, Kind, Refusal, Unseen, branch_site, plain_attribute,
 )
+from .symbolic_casts import SymbolicInt, sqrt_of_sizes
 from .sympy_bridge import UnsupportedExpression
+from . import view_maps as VM
 
 __all__ = ["BranchMerging", "BranchNotMerged", "MergedSite", "no_new_frames"]
 
@@ -272,7 +280,9 @@ def _tensor_methods() -> dict:
 _PURE_TORCH: dict[Any, str] = {f: Kind.TENSOR for f in (
     F_nn.pad, F_nn.interpolate, torch.cat, torch.concat, torch.concatenate, torch.zeros, torch.ones,
     torch.full, torch.empty, torch.zeros_like, torch.ones_like, torch.full_like, torch.empty_like)}
-_PURE_TORCH.update({f: Kind.PLAIN for f in (torch.sym_int, torch.sym_max, torch.sym_min, torch.sym_float)})
+# (``SymbolicInt``, ``sqrt_of_sizes``: ``int`` and ``math.sqrt`` as the user's code sees them in a trace)
+_PURE_TORCH.update({f: Kind.PLAIN for f in (torch.sym_int, torch.sym_max, torch.sym_min, torch.sym_float,
+                                            SymbolicInt, sqrt_of_sizes)})
 EFFECTS = Effects(lambda v: isinstance(v, torch.Tensor), {**PURE_PYTHON, **_PURE_TORCH}, _tensor_methods(),
                   frozenset({"shape", "ndim", "dtype", "device", "T", "mT"}),
                   lambda v: isinstance(v, torch.nn.Module))
@@ -309,6 +319,7 @@ class _Body:
     before: dict                                 # bound names read elsewhere -> their value before the body
     entered: bool = False
     derived: dict = field(default_factory=dict)  # id(result) -> (result, the tensor it equals where skipped)
+    maps: dict = field(default_factory=dict)     # id(result) -> (result, its IndexMap or None), per body call
     rewrites: list = field(default_factory=list)
     where: Provenance | None = None              # the test, as Python asked it
     mode: TorchFunctionMode | None = None        # while open: the calls' watcher, and the tracing it replaced
@@ -334,6 +345,10 @@ class _Body:
 
     def proven(self, goal: S.Formula, side: S.Formula) -> bool:
         return self.merging.env.engine.proven(goal, assuming=(side,), where=capture(start=self.frame))
+
+    def holds(self, goal: S.Formula) -> bool:
+        """``goal`` is proven where the body is skipped (``view_maps.Where``)."""
+        return self.proven(goal, self.skipped)
 
     def neutral(self, value, zero):
         """``value``, or a value proven equal to it where the body runs and to ``zero`` where skipped."""
@@ -382,11 +397,28 @@ class _Body:
                  for size, r_stride, x_stride in zip(x.shape, result.stride(), x.stride())]
         return self.proven(S.conj(*parts), self.skipped)
 
-    def equal_where_skipped(self, new, old) -> bool:
+    def lays_out_alike(self, a, new: torch.Tensor, old: torch.Tensor) -> bool:
+        """``a <op> new`` and ``a <op> old`` (+ - * /, ``new`` with ``old``'s values and dtype) compute the
+        same bits laid out alike, wherever the body is skipped, whatever ``new``'s layout: each element is
+        computed alone, and TensorIterator orders the result's dims by the first operand whose strides
+        tell two dims apart, which is ``a`` for every two dims of size > 1 when ``a`` is contiguous and
+        has the result's shape (``new`` only broadcasts into it)."""
+        if not isinstance(a, torch.Tensor) or new.dtype != old.dtype or new.device != old.device \
+                or a.dim() < new.dim():
+            return False
+        fits = [S.disj(S.eq(self.term(n), 1), S.eq(self.term(n), self.term(s)))
+                for n, s in zip(reversed(new.shape), reversed(a.shape))]
+        return self.holds(S.conj(*fits)) and self.contiguous_where_skipped(a)
+
+    def equal_where_skipped(self, new, old, layout: bool = True) -> bool:
+        """``new`` holds ``old``'s values wherever the body is skipped (tensors: and is laid out alike,
+        unless ``layout`` is False)."""
         if new is old:
             return True
         if isinstance(new, torch.Tensor):
-            seen = {id(new)}
+            if not isinstance(old, torch.Tensor):
+                return False
+            first, seen = new, {id(new)}
             while id(new) in self.derived:
                 new = self.derived[id(new)][1]
                 if new is old:
@@ -394,7 +426,9 @@ class _Body:
                 if id(new) in seen:
                     return False
                 seen.add(id(new))
-            return False
+            found = self.maps.get(id(first), (None, None))[1]
+            return (found is not None and first.dtype == old.dtype and VM.is_source(found, old, self)
+                    and (not layout or self.laid_out_alike_where_skipped(first, old)))
         if isinstance(new, (tuple, list)) and isinstance(old, (tuple, list)):
             return len(new) == len(old) and all(self.equal_where_skipped(a, b) for a, b in zip(new, old))
         if isinstance(new, (int, torch.SymInt)) and isinstance(old, (int, torch.SymInt)) \
@@ -406,7 +440,42 @@ class _Body:
         """``result`` has ``source``'s values wherever the body is skipped."""
         if result is not source:                  # ``contiguous`` of a contiguous tensor is the tensor
             self.derived[id(result)] = (result, source)
+            self._same_values(result, source)
         return result
+
+    def _same_values(self, result, source) -> None:
+        source_map = self.map_of(source)
+        self.maps[id(result)] = (result, None if source_map is None else VM.resized(source_map, result, self))
+
+    def copied(self, result, source):
+        """``result``, a copy of ``source``, has its values wherever the body is skipped; it is
+        ``source`` itself there only if laid out alike (else only its index map says so, and a name
+        holding it at the body's end is checked for layout then)."""
+        if self.laid_out_alike_where_skipped(result, source):
+            return self.identity(result, source)
+        self._same_values(result, source)
+        return result
+
+    # -- index maps (``view_maps``) -------------------------------------------
+    def map_of(self, t: torch.Tensor) -> VM.IndexMap | None:
+        """Which elements of a tensor from before the body ``t`` holds where the body is skipped."""
+        if id(t) in self.maps:
+            return self.maps[id(t)][1]
+        try:
+            return VM.identity(t, self)         # a tensor from before the body
+        except _Refused:
+            return None
+
+    def follow(self, func, args, kwargs, result) -> None:
+        """Record the index map of a body call's tensor result (None: a new value)."""
+        if not isinstance(result, torch.Tensor) or id(result) in self.maps \
+                or any(result is a for a in args if isinstance(a, torch.Tensor)):
+            return
+        try:
+            found = _follow(self, func, args, kwargs, result)
+        except (_Refused, TypeError, ValueError, IndexError):
+            found = None
+        self.maps[id(result)] = (result, found)
 
 
 class _Refused(Exception):
@@ -425,10 +494,7 @@ def _pad(body: _Body, func, args, kwargs):
     if mode != "constant":
         raise _Refused(f"a pad in mode {mode!r}")
     amounts = [body.neutral(p, 0) for p in a["pad"]]
-    result = func(x, amounts, mode, a.get("value"))
-    if not body.laid_out_alike_where_skipped(result, x):
-        raise _Refused("a pad (a copy) laid out unlike its input where the body is skipped")
-    return body.identity(result, x)
+    return body.copied(func(x, amounts, mode, a.get("value")), x)
 
 
 # resizes that are exact at the same size for every input (tests/test_branch_merge.py checks them on eager):
@@ -448,9 +514,7 @@ def _interpolate(body: _Body, func, args, kwargs):
         raise _Refused("a resize to another rank")
     same = S.conj(*(S.eq(body.term(s), body.term(d)) for s, d in zip(sizes, spatial)))
     result = func(*args, **kwargs)
-    if not body.laid_out_alike_where_skipped(result, x):
-        raise _Refused("a resize (a copy) laid out unlike its input where the body is skipped")
-    return body.identity(result, x) if body.proven(same, body.skipped) else result
+    return body.copied(result, x) if body.proven(same, body.skipped) else result
 
 
 def _getitem(body: _Body, func, args, kwargs):
@@ -482,9 +546,7 @@ def _copy(body: _Body, func, args, kwargs):
         result = torch.Tensor.clone(x, memory_format=torch.contiguous_format)
     else:
         result = func(*args, **kwargs)
-    if not body.laid_out_alike_where_skipped(result, x):
-        raise _Refused("a copy laid out unlike its input where the body is skipped")
-    return body.identity(result, x)
+    return body.copied(result, x)
 
 
 def _view(body: _Body, func, args, kwargs):
@@ -507,10 +569,59 @@ def _cat(body: _Body, func, args, kwargs):
         others = [t for t in tensors if t is not keep]
         empty = S.conj(*(S.eq(body.term(t.shape[dim]), 0) for t in others if t.dim() == result.dim()))
         if all(t.dim() == result.dim() for t in others) and body.proven(empty, body.skipped):
-            if not body.contiguous_where_skipped(keep):
-                raise _Refused("a cat (a copy) of a tensor that is not contiguous where the body is skipped")
-            return body.identity(result, keep)
+            return body.copied(result, keep)
     return result
+
+
+def _dim(d: int, rank: int) -> int:
+    return d + rank if d < 0 else d
+
+
+def _dims(args, start: int = 1) -> list[int]:
+    rest = args[start:]
+    return list(rest[0]) if len(rest) == 1 and isinstance(rest[0], (tuple, list, torch.Size)) else list(rest)
+
+
+def _follow(body: _Body, func, args, kwargs, result: torch.Tensor) -> VM.IndexMap | None:
+    """The index map of ``result = func(*args, **kwargs)`` (``view_maps``); None when it has none."""
+    T = torch.Tensor
+    x = args[0] if args else None
+    if func in (torch.cat, torch.concat, torch.concatenate):
+        tensors = list(args[0] if args else kwargs["tensors"])
+        if any(t.dim() != result.dim() or t.dtype != result.dtype for t in tensors):
+            return None
+        dim = _dim(args[1] if len(args) > 1 else kwargs.get("dim", 0), result.dim())
+        return VM.joined([body.map_of(t) for t in tensors], [body.term(t.shape[dim]) for t in tensors], dim,
+                         result, body)
+    if not isinstance(x, torch.Tensor) or result.dtype != x.dtype:
+        return None
+    source = body.map_of(x)
+    if source is None:
+        return None
+    if func is T.__getitem__:
+        parts = list(args[1]) if isinstance(args[1], tuple) else [args[1]]
+        return VM.index(source, parts, result, body)
+    if func is T.narrow and not kwargs:
+        dim, start, length = _dim(args[1], x.dim()), args[2], args[3]
+        return VM.index(source, [slice(None)] * dim + [slice(start, start + length)], result, body)
+    if kwargs:
+        return None
+    if func is T.transpose:
+        order = list(range(x.dim()))
+        a, b = _dim(args[1], x.dim()), _dim(args[2], x.dim())
+        order[a], order[b] = order[b], order[a]
+        return VM.permuted(source, order)
+    if func is T.permute:
+        return VM.permuted(source, [_dim(d, x.dim()) for d in _dims(args)])
+    if func is T.unsqueeze:
+        return VM.unsqueezed(source, _dim(args[1], x.dim() + 1))
+    if func is T.squeeze:
+        return VM.squeezed(source, result, body)
+    if func in (T.view, T.reshape, T.flatten, T.view_as, T.reshape_as):
+        return VM.reshaped(source, result, body)
+    if func in (T.to, T.float, T.type_as):
+        return VM.resized(source, result, body)      # the same dtype: the same values
+    return None
 
 
 _RULES = {F_nn.pad: _pad, F_nn.interpolate: _interpolate, torch.Tensor.__getitem__: _getitem,
@@ -531,11 +642,17 @@ class _BodyMode(TorchFunctionMode):
         rule = _RULES.get(func)
         if rule is not None:
             try:
-                return rule(self.body, func, args, kwargs)
+                result = rule(self.body, func, args, kwargs)
             except _Refused as exc:
                 self.body.merging.fail(self.body, str(exc))
-        if func in _QUERIES or func in _FRESH:
+            self.body.follow(func, args, kwargs, result)
+            return result
+        if func in _QUERIES:
             return func(*args, **kwargs)
+        if func in _FRESH:
+            result = func(*args, **kwargs)
+            self.body.follow(func, args, kwargs, result)
+            return result
         name = getattr(func, "__qualname__", func)
         self.body.merging.fail(self.body, f"it calls {name}, which is not known to be free of effects")
 
@@ -693,6 +810,17 @@ class BranchMerging:
                 same = False
             if not same:
                 self.fail(body, f"`{name}`, read after the `if`, differs where the body would be skipped")
+        for name, expr, partner in body.site.substitutes:
+            try:
+                new, old = locals_now.get(name, _MISSING), _value(expr, body.frame, EFFECTS)
+                same = body.equal_where_skipped(new, old) or (
+                    partner is not None and body.equal_where_skipped(new, old, layout=False)
+                    and body.lays_out_alike(locals_now.get(partner, _MISSING), new, old))
+            except (_Refused, _Unreadable):
+                same = False
+            if not same:
+                self.fail(body, f"`{name}` differs from `{ast.unparse(expr)}`, which the `else` reads in its "
+                                "place, where the body would be skipped")
         if body.site.flag is not None:
             flag = body.site.flag
             self._flags[(id(body.frame), flag)] = (body.frame, locals_now.get(flag, _MISSING),

@@ -18,7 +18,9 @@ The guard's source position comes from the frame that asked: the
 conditional jump Python is executing and its position in the source
 (``co_positions``, Python 3.11 and later).  Two forms are read:
 
-* ``if <test>:`` with no ``else``;
+* ``if <test>:`` with no ``else``, or with an ``else`` that is the end of
+  the ``if`` body with other values in places: the body is then the ``if``
+  body up to there (``_else_as_suffix``);
 * ``flag = <test>`` followed at once by ``if flag:`` (the flag read nowhere
   else), which Swin's patch merging writes: the ``or`` asks its guard on the
   assignment's line.
@@ -69,6 +71,12 @@ class BranchSite:
     bound: frozenset[str]                # names the body binds
     read_elsewhere: frozenset[str]       # of those, the names that may be read after the ``if``
     text: str                            # the ``if`` line as written, for messages
+    # ``if``/``else`` whose ``else`` is the end of the ``if`` body with other values in places: the
+    # body above is the rest of the ``if`` body (its *prefix*), ``suffix`` the statements both share,
+    # and ``substitutes`` each name the prefix binds with the expression the ``else`` reads in its place
+    # and, where the name's one use is ``t = a <op> name`` opening the suffix (+ - * /), ``a``
+    suffix: tuple[ast.stmt, ...] = ()
+    substitutes: tuple[tuple[str, ast.expr, str | None], ...] = ()
 
     @property
     def key(self) -> tuple[str, int]:
@@ -221,23 +229,119 @@ def _flag_of(assign: ast.Assign, following: ast.stmt | None) -> str | None:
 def _checked(function, filename: str, stmt: ast.If, test: ast.expr, flag: str | None, code: CodeType,
              assign: ast.Assign | None = None) -> BranchSite | Refusal:
     refuse = functools.partial(Refusal, filename, stmt.lineno)
+    body, suffix, substitutes = list(stmt.body), [], {}
     if stmt.orelse:
-        return refuse("the `if` has an `else`")
+        found = _else_as_suffix(stmt.body, stmt.orelse)
+        if isinstance(found, str):
+            return refuse(found)
+        body, suffix, substitutes = found
     for node in stmt.body:
         reason = _statement_refusal(node)
         if reason is not None:
             return refuse(reason)
-    bound = frozenset(name for node in stmt.body for name in _targets(node))
+    bound = frozenset(name for node in body for name in _targets(node))
     live = names_live_after(function, stmt)
     shared = set(code.co_cellvars) | set(code.co_freevars)
     if flag is not None and ((flag in live and not _only_tested(function, flag)) or flag in shared):
         return refuse(f"the flag `{flag}` is read after the `if` other than by `if {flag}:`")
+    if substitutes:
+        reason = _substitution_refusal(substitutes, suffix, bound, live | shared)
+        if reason is not None:
+            return refuse(reason)
+    live_after_body = names_live_before(suffix, set(live)) - set(substitutes)
     first = assign.lineno if assign is not None else stmt.lineno
     text = linecache.getline(filename, stmt.lineno).strip()
-    last = stmt.body[-1]
+    last = body[-1]
     return BranchSite(filename, stmt.lineno, test, flag, (first, stmt.test.end_lineno or stmt.lineno),
-                      tuple(stmt.body), (stmt.body[0].lineno, last.end_lineno or last.lineno),
-                      bound, frozenset(bound & (live | shared)), text)
+                      tuple(body), (body[0].lineno, last.end_lineno or last.lineno),
+                      bound, frozenset(bound & (live_after_body | shared)), text, tuple(suffix),
+                      tuple((name, expr, _elementwise_partner(name, suffix, bound))
+                            for name, expr in substitutes.items()))
+
+
+def _else_as_suffix(then: list[ast.stmt], orelse: list[ast.stmt]):
+    """``(prefix, suffix, substitutes)`` when ``orelse`` is the last statements of ``then`` with, in places
+    where ``then`` reads a name its prefix binds, another expression (TimeSformer: ``embeddings =
+    embeddings + new_pos_embed`` against ``embeddings = embeddings + self.position_embeddings``); else
+    why not."""
+    if len(orelse) >= len(then):
+        return "the `else` is not the end of the `if` body"
+    prefix, suffix = then[:len(then) - len(orelse)], then[len(then) - len(orelse):]
+    bound = {name for node in prefix for name in _targets(node)}
+    substitutes: dict[str, ast.expr] = {}
+    for mine, theirs in zip(suffix, orelse):
+        if not _alike(mine, theirs, bound, substitutes):
+            return "the `else` differs from the end of the `if` body other than by a value the body computes"
+    return prefix, suffix, substitutes
+
+
+_POSITIONS = ("lineno", "col_offset", "end_lineno", "end_col_offset", "ctx")
+
+
+def _alike(mine: ast.AST, theirs: ast.AST, bound: set[str], substitutes: dict) -> bool:
+    """The same tree, but where ``mine`` reads a name of ``bound`` and ``theirs`` holds an expression
+    (the same expression for every read of the name)."""
+    if isinstance(mine, ast.Name) and isinstance(mine.ctx, ast.Load) and mine.id in bound:
+        if isinstance(theirs, ast.Name) and theirs.id == mine.id:
+            return False        # the name itself on both sides: the ``else`` reads its value from before
+        if not isinstance(theirs, ast.expr):
+            return False
+        seen = substitutes.setdefault(mine.id, theirs)
+        return ast.dump(seen) == ast.dump(theirs)
+    if type(mine) is not type(theirs):
+        return False
+    for name, value in ast.iter_fields(mine):
+        if name in _POSITIONS:
+            continue
+        other = getattr(theirs, name, None)
+        if isinstance(value, list):
+            if not isinstance(other, list) or len(value) != len(other):
+                return False
+            if not all(_alike(a, b, bound, substitutes) if isinstance(a, ast.AST) else a == b
+                       for a, b in zip(value, other)):
+                return False
+        elif isinstance(value, ast.AST):
+            if not isinstance(other, ast.AST) or not _alike(value, other, bound, substitutes):
+                return False
+        elif value != other:
+            return False
+    return True
+
+
+_ELEMENTWISE = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+
+
+def _elementwise_partner(name: str, suffix: list[ast.stmt], bound: frozenset) -> str | None:
+    """``a`` when the suffix opens with ``t = a <op> name`` (+ - * /), its one read of ``name``, and the
+    prefix does not bind ``a``: then ``a`` alone lays out the result (see ``branch_merge``)."""
+    first = suffix[0]
+    if not (isinstance(first, ast.Assign) and len(first.targets) == 1
+            and isinstance(first.targets[0], ast.Name)
+            and isinstance(first.value, ast.BinOp) and isinstance(first.value.op, _ELEMENTWISE)):
+        return None
+    left, right = first.value.left, first.value.right
+    if not (isinstance(left, ast.Name) and isinstance(right, ast.Name) and right.id == name
+            and left.id != name and left.id not in bound):
+        return None
+    reads = sum(1 for stmt in suffix for n in ast.walk(stmt)
+                if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load))
+    return left.id if reads == 1 else None
+
+
+def _substitution_refusal(substitutes: dict, suffix: list[ast.stmt], bound: frozenset,
+                          live_after: set[str]) -> str | None:
+    """Why the ``else`` side's expressions may not stand for the prefix's names.  Each is read where the
+    prefix ends, so it must be a plain read (names and attributes) of values neither the prefix nor the
+    suffix rebinds; each name it stands for is read only in its places, and not after the ``if``."""
+    suffix_bound = {name for node in suffix for name in _targets(node)}
+    for name, expr in substitutes.items():
+        if not all(isinstance(n, (ast.Name, ast.Attribute, ast.Load)) for n in ast.walk(expr)):
+            return f"the `else` reads `{ast.unparse(expr)}`, which is not a plain name or attribute"
+        if names_read(expr) & (bound | suffix_bound):
+            return f"`{ast.unparse(expr)}` reads a name the `if` body rebinds"
+        if name in live_after or name in suffix_bound:
+            return f"`{name}` is read after the `if`"
+    return None
 
 
 # ---------------------------------------------------------------------------- which names are read later
@@ -374,7 +478,7 @@ class Effects:
     def check(self, site: BranchSite, frame: FrameType) -> str | None:
         """Why a call in the body could have an effect the trace does not see; None when none could."""
         kinds: dict[str, object] = {}
-        for stmt in site.body:
+        for stmt in site.body + site.suffix:        # the suffix too: it must not change what the else reads
             value = getattr(stmt, "value", None)
             if value is None or isinstance(stmt, ast.Expr):
                 continue
