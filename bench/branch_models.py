@@ -137,6 +137,7 @@ def _image_model(name, idiom, cls, build, ranges, example, sweep, branches, note
 def transformers_models() -> list[IdiomModel]:
     import transformers as tf
     from transformers.models.deit import modeling_deit as deit
+    from transformers.models.dinov2_with_registers import modeling_dinov2_with_registers as dinov2_registers
     from transformers.models.focalnet import modeling_focalnet as focalnet
     from transformers.models.mobilevit import modeling_mobilevit as mobilevit
     from transformers.models.pegasus_x import modeling_pegasus_x as pegasus_x
@@ -236,6 +237,19 @@ def transformers_models() -> list[IdiomModel]:
                    (32, 40), (40, 40)),
         [(vit.ViTEmbeddings.interpolate_pos_encoding, "if not torch.jit.is_tracing() and num_patches")],
         interpolate_pos_encoding=True))
+
+    # idiom 2 again, in a mode exact at the same size (bicubic with antialias): ViT's early return, DINOv2's
+    # table with register tokens; its sizes go through transformers' torch_int (int of a size)
+    models.append(_image_model(
+        "dinov2_registers", "2 resize (exact)", "Dinov2WithRegistersModel",
+        lambda: tf.Dinov2WithRegistersModel(tf.Dinov2WithRegistersConfig(
+            image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+            intermediate_size=64, num_register_tokens=2)),
+        {"H": (16, 128), "W": (16, 128)}, {"H": 64, "W": 96},
+        _hw_points((64, 96), (16, 16), (128, 128), (16, 128), (128, 16), (32, 32), (39, 39), (16, 64),
+                   (32, 40), (40, 40)),
+        [(dinov2_registers.Dinov2WithRegistersEmbeddings.interpolate_pos_encoding,
+          "if not torch.jit.is_tracing() and num_patches")]))
 
     # idiom 2, twice: a space table and a time table, each resized (nearest) only when it differs.
     def timesformer_model():

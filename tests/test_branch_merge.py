@@ -369,6 +369,51 @@ def test_an_elementwise_sum_is_laid_out_by_its_first_operand_on_eager():
     assert (table + x).stride() != (cached + x).stride()   # first, the copy orders the dims itself
 
 
+# an early return of the cached table (ViT's interpolate_pos_encoding): the rest of the function is taken
+
+class EarlyReturn(nn.Module):
+    """``return self.table`` when the grid is the configured one and square, else the table resized."""
+
+    def __init__(self, mode: str = "bicubic", antialias: bool = True, cls_first: bool = True):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(1, 1 + 16, 6))
+        self.mode, self.antialias, self.order = mode, antialias, 1 if cls_first else -1
+
+    def table_for(self, height: int, width: int) -> torch.Tensor:
+        positions = self.table.shape[1] - 1
+        if not torch.jit.is_tracing() and (height // 8) * (width // 8) == positions and height == width:
+            return self.table
+        cls_row = self.table[:, :1]
+        side = int(positions ** 0.5)
+        grid = self.table[:, 1:].reshape(1, side, side, 6).permute(0, 3, 1, 2)
+        grid = F.interpolate(grid, size=(height // 8, width // 8), mode=self.mode, antialias=self.antialias)
+        grid = grid.permute(0, 2, 3, 1).reshape(1, -1, 6)
+        return torch.cat((cls_row, grid)[::self.order], dim=1)
+
+    def forward(self, x):                      # x: (B, 3, H, W), 8x8 patches
+        tokens = F.avg_pool2d(x, 8).flatten(2).transpose(1, 2).repeat(1, 1, 2)
+        tokens = torch.cat((tokens[:, :1], tokens), 1)
+        return (tokens + self.table_for(x.size(2), x.size(3))).softmax(-1)
+
+
+def test_an_early_return_of_the_cached_table_is_one_trace():
+    model, x = EarlyReturn(), torch.randn(2, 3, 48, 40)
+    spec = ({2: Dim("H", min=16, max=64), 3: Dim("W", min=16, max=64)},)
+    first = _one_trace(model, (x,), spec)
+    assert len(first.engine.merged_branches) == 1 and not first.unmerged
+    program = shapeproof.export(model, (x,), dynamic_shapes=spec)
+    _matches_eager(model, program, [(2, 3, h, w) for h in range(16, 65, 5) for w in (16, 31, 32, 39, 64)]
+                   + [(2, 3, 32, 32), (2, 3, 39, 39), (2, 3, 32, 39)])
+
+
+@pytest.mark.parametrize("model", [EarlyReturn(antialias=False), EarlyReturn(cls_first=False)],
+                         ids=["bicubic-without-antialias", "rows-out-of-order"])
+def test_an_early_return_the_rest_does_not_reproduce_is_not_merged(model):
+    first = _one_trace(model, (torch.randn(2, 3, 48, 40),),
+                       ({2: Dim("H", min=16, max=64), 3: Dim("W", min=16, max=64)},))
+    assert not first.engine.merged_branches
+
+
 # ---------------------------------------------------------------------------- what is not merged
 
 def _kept_a_guard(model, x, spec) -> bool:

@@ -8,6 +8,7 @@ relations between several named dims (``N <= M``, ``a*b == c*d``) as input
 checks.  Each test exports with both exporters where torch's behaviour is the
 reference, and checks the program against eager PyTorch.
 """
+import operator
 import warnings
 
 import pytest
@@ -325,19 +326,18 @@ def test_an_example_that_breaks_a_derived_dim_gets_torchs_message(order):
 
 class IntSize(torch.nn.Module):
     def forward(self, x):
-        return torch.nn.functional.interpolate(x, size=(int(x.shape[-2]), int(x.shape[-1])), mode="bilinear")
+        size = (operator.index(x.shape[-2]), operator.index(x.shape[-1]))
+        return torch.nn.functional.interpolate(x, size=size, mode="bilinear")
 
 
-def test_a_dynamic_dim_that_int_specializes_is_an_error_with_the_fix():
-    """``int(x.shape[-1])`` makes torch specialize the dim (Python's ``int`` of a SymInt; of a SymFloat, as
-    ``int(x.shape[-1] / 1)``, it stays symbolic in shapeproof's traces: ``symbolic_casts``); under
-    Dim.DYNAMIC torch raises and says to use Dim.STATIC or Dim.AUTO; shapeproof names the dim, the line and
-    the fix."""
+def test_a_dynamic_dim_that_the_code_specializes_is_an_error_with_the_fix():
+    """``operator.index(x.shape[-1])`` asks for a real int, which specializes the dim; under Dim.DYNAMIC
+    torch raises and says to use Dim.STATIC or Dim.AUTO; shapeproof names the dim, the line and the fix."""
     spec = {"x": {2: DYNAMIC, 3: DYNAMIC}}
     with pytest.raises(ExportError) as err:
         shapeproof.export(IntSize(), (torch.randn(1, 3, 8, 8),), dynamic_shapes=spec)
     text = str(err.value)
-    assert "x.size(3)" in text and "Dim.DYNAMIC" in text and "int(x.shape[-2])" in text
+    assert "x.size(3)" in text and "Dim.DYNAMIC" in text and "operator.index(x.shape[-2])" in text
     assert any(f.kind == "static" for ex in err.value.violations for f in ex.fixes)
 
 
@@ -350,10 +350,28 @@ def test_the_suggested_spec_makes_the_dynamic_dims_the_code_fixes_static_and_exp
     fixed = shapeproof.suggest_dynamic_shapes(err.value, spec)
     entry = fixed["x"] if isinstance(fixed, dict) else fixed[0]
     static = (lambda d: d not in entry) if isinstance(entry, dict) else (lambda d: entry[d] is None)
-    assert static(2) and static(3)                          # int(...) specializes both
+    assert static(2) and static(3)                          # operator.index(...) specializes both
     assert spec != fixed                                    # the caller's spec is left as it was
     program = shapeproof.export(IntSize(), (example,), dynamic_shapes=fixed)
     assert torch.allclose(program.module()(example), IntSize()(example))
+
+
+class IntOfSize(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.interpolate(x, size=(int(x.shape[-2]), int(x.shape[-1])), mode="bilinear")
+
+
+def test_int_of_a_size_keeps_it_dynamic():
+    """torch specializes ``int(x.shape[-1])`` (Python's ``int`` of a SymInt, ``__int__``) and raises under
+    Dim.DYNAMIC; in shapeproof's traces ``int`` of a size is the size (``symbolic_casts``), as it is in eager,
+    so the program serves every size."""
+    spec = {"x": {2: DYNAMIC, 3: DYNAMIC}}
+    with pytest.raises(torch._dynamo.exc.UserError):
+        _torch(IntOfSize(), (torch.randn(1, 3, 8, 8),), spec)
+    program = shapeproof.export(IntOfSize(), (torch.randn(1, 3, 8, 8),), dynamic_shapes=spec)
+    for h, w in ((8, 8), (3, 17), (30, 5)):
+        x = torch.randn(1, 3, h, w)
+        assert torch.equal(program.module()(x), IntOfSize()(x))
 
 
 def test_a_time_budget_stops_the_region_search():

@@ -6,6 +6,8 @@ that symbol to the size expression, keeps ``Eq(u, expr)`` as a runtime
 assert, and the program must match eager at the ends of the declared ranges
 and in between, with and without padding, or raise, never answer wrongly.
 """
+import operator
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -330,6 +332,11 @@ class DataInt(nn.Module):
         return x[: int(n.item())]
 
 
+class DataIndex(nn.Module):
+    def forward(self, x, n):
+        return x[: operator.index(n.item())]
+
+
 def test_a_branch_on_data_says_where_and_offers_torch_cond():
     with pytest.raises(DataDependentError) as info:
         shapeproof.export(DataBranch(), (torch.randn(6, 3), torch.ones(6, dtype=torch.bool)),
@@ -338,12 +345,24 @@ def test_a_branch_on_data_says_where_and_offers_torch_cond():
     assert "if mask.any():" in message and "torch.cond(" in message and "torch._check(" in message
 
 
-def test_a_python_int_of_data_says_to_drop_the_int():
+def test_a_python_conversion_of_data_says_to_drop_it():
     with pytest.raises(DataDependentError) as info:
-        shapeproof.export(DataInt(), (torch.randn(6, 3), torch.tensor(3)),
+        shapeproof.export(DataIndex(), (torch.randn(6, 3), torch.tensor(3)),
                           dynamic_shapes=({0: Dim("N", min=2, max=64)}, None))
     message = str(info.value)
-    assert "x[: int(n.item())]" in message and "drop the int(...)" in message and "torch._check(" in message
+    assert "x[: operator.index(n.item())]" in message and "drop the int(...)" in message
+    assert "torch._check(" in message
+
+
+def test_int_of_data_is_the_data_dependent_size():
+    """``int`` of an unbacked size is the size in shapeproof's traces (``symbolic_casts``), as in eager: the
+    slice keeps a data-dependent length, checked when the program runs (torch raises here)."""
+    model = DataInt()
+    program = shapeproof.export(model, (torch.randn(6, 3), torch.tensor(3)),
+                                dynamic_shapes=({0: Dim("N", min=2, max=64)}, None))
+    for rows, n in ((6, 3), (6, 0), (6, 9), (10, 4), (5, -1), (5, -7)):
+        x = torch.randn(rows, 3)
+        assert torch.equal(program.module()(x, torch.tensor(n)), model(x, torch.tensor(n)))
 
 
 class Recurrent(nn.Module):

@@ -60,6 +60,7 @@ from .branch_sites import (
     PURE_PYTHON, BranchSite, Effects, Kind, Refusal, Unseen, branch_site, plain_attribute,
 )
 from .symbolic_casts import SymbolicInt, sqrt_of_sizes
+from .torch_internals import contiguous_strides
 from .sympy_bridge import UnsupportedExpression
 from . import view_maps as VM
 
@@ -283,6 +284,9 @@ _PURE_TORCH: dict[Any, str] = {f: Kind.TENSOR for f in (
 # (``SymbolicInt``, ``sqrt_of_sizes``: ``int`` and ``math.sqrt`` as the user's code sees them in a trace)
 _PURE_TORCH.update({f: Kind.PLAIN for f in (torch.sym_int, torch.sym_max, torch.sym_min, torch.sym_float,
                                             SymbolicInt, sqrt_of_sizes)})
+# transformers' casts of sizes (``int(x)``/``float(x)``, or ``x.to(...)`` of a tensor while jit-tracing)
+_PURE_TORCH.update({("transformers.utils.generic", name): Kind.PLAIN
+                    for name in ("torch_int", "torch_float")})
 EFFECTS = Effects(lambda v: isinstance(v, torch.Tensor), {**PURE_PYTHON, **_PURE_TORCH}, _tensor_methods(),
                   frozenset({"shape", "ndim", "dtype", "device", "T", "mT"}),
                   lambda v: isinstance(v, torch.nn.Module))
@@ -322,6 +326,7 @@ class _Body:
     maps: dict = field(default_factory=dict)     # id(result) -> (result, its IndexMap or None), per body call
     rewrites: list = field(default_factory=list)
     where: Provenance | None = None              # the test, as Python asked it
+    returned: object = _MISSING                  # what the frame returned (a body that is the function's end)
     mode: TorchFunctionMode | None = None        # while open: the calls' watcher, and the tracing it replaced
     previous_trace: object = None
     previous_local: object = None
@@ -373,10 +378,13 @@ class _Body:
                 yield value % m
         indicator = _indicator(self.tree)
         if indicator is not None:
-            yield zero + (value - zero) * indicator
+            runs = indicator if self.site.returns is None else 1 - indicator
+            yield zero + (value - zero) * runs
 
     def contiguous_where_skipped(self, x: torch.Tensor) -> bool:
         """``x`` is laid out contiguously wherever the body is skipped (so a copy of it has its strides)."""
+        if _contiguous_by_form(x):
+            return True
         expected, parts = sympy.Integer(1), []
         for size, stride in reversed(list(zip(x.shape, x.stride()))):
             size_term = self.term(size)
@@ -393,6 +401,9 @@ class _Body:
         traced on ``result``'s strides, hold."""
         if result.dim() != x.dim():
             return False
+        if _contiguous_by_form(result) and _contiguous_by_form(x):      # then the shapes decide
+            same = [S.eq(self.term(a), self.term(b)) for a, b in zip(result.shape, x.shape)]
+            return self.holds(S.conj(*same))
         parts = [S.disj(S.le(self.term(size), 1), S.eq(self.term(r_stride), self.term(x_stride)))
                  for size, r_stride, x_stride in zip(x.shape, result.stride(), x.stride())]
         return self.proven(S.conj(*parts), self.skipped)
@@ -480,6 +491,18 @@ class _Body:
 
 class _Refused(Exception):
     pass
+
+
+def _contiguous_by_form(t: torch.Tensor) -> bool:
+    """``t``'s strides are, expression for expression, the ones torch gives a contiguous tensor of its shape
+    (its allocations and its views of contiguous tensors make them so): contiguous at every size, without
+    a proof over strides that are products of sizes."""
+    return all(_same_expression(a, b) for a, b in zip(t.stride(), contiguous_strides(t.shape)))
+
+
+def _same_expression(a, b) -> bool:
+    a, b = (v.node.expr if isinstance(v, torch.SymInt) else sympy.Integer(v) for v in (a, b))
+    return a == b
 
 
 # ---------------------------------------------------------------------------- identity rules, per call
@@ -725,10 +748,11 @@ class BranchMerging:
             known = engine.statically_known(cond)
             if known is not None:
                 fixed[expr] = known
-        answers = _steer(tree, True, fixed)
+        takes_if_body = site.returns is None      # else the rest of the function, past an early return
+        answers = _steer(tree, takes_if_body, fixed)
         if answers is None:
             raise _Refused("no answer to the test's comparisons takes the body")
-        condition = _formula(tree, parts)
+        condition = _formula(tree, parts) if takes_if_body else S.neg(_formula(tree, parts))
         if engine.statically_known(condition) is not None:
             return None                  # the branch is decided: nothing to merge
         return _Body(self, site, frame, tree, condition, answers, self._before(site, frame))
@@ -779,6 +803,8 @@ class BranchMerging:
                 self._stop(body)
                 return chained
             else:
+                if event == "return":
+                    body.returned = arg
                 self._close(body)
                 return chained
             return watch
@@ -810,6 +836,14 @@ class BranchMerging:
                 same = False
             if not same:
                 self.fail(body, f"`{name}`, read after the `if`, differs where the body would be skipped")
+        if body.site.returns is not None:
+            try:
+                same = body.equal_where_skipped(body.returned, _value(body.site.returns, body.frame, EFFECTS))
+            except (_Refused, _Unreadable):
+                same = False
+            if not same:
+                self.fail(body, f"the function returns other than `{ast.unparse(body.site.returns)}` "
+                                "where the early return is taken")
         for name, expr, partner in body.site.substitutes:
             try:
                 new, old = locals_now.get(name, _MISSING), _value(expr, body.frame, EFFECTS)

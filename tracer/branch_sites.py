@@ -77,6 +77,9 @@ class BranchSite:
     # and, where the name's one use is ``t = a <op> name`` opening the suffix (+ - * /), ``a``
     suffix: tuple[ast.stmt, ...] = ()
     substitutes: tuple[tuple[str, ast.expr, str | None], ...] = ()
+    # ``if <test>: return <value>`` at the top of the function: the body above is then the rest of the
+    # function, taken where the test is false, and must return what ``returns`` reads where it is true
+    returns: ast.expr | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -194,6 +197,8 @@ def _site_in(function, filename: str, line: int, col: int, code: CodeType) -> Br
     for block in _blocks(function.body):
         for index, stmt in enumerate(block):
             if isinstance(stmt, ast.If) and _within(stmt, line, col, until=stmt.test):
+                if block is function.body and _is_early_return(stmt):
+                    return _early_return(filename, stmt, block[index + 1:])
                 return _checked(function, filename, stmt, stmt.test, None, code)
             if isinstance(stmt, ast.Assign) and _within(stmt.value, line, col):
                 following = block[index + 1] if index + 1 < len(block) else None
@@ -257,6 +262,40 @@ def _checked(function, filename: str, stmt: ast.If, test: ast.expr, flag: str | 
                       bound, frozenset(bound & (live_after_body | shared)), text, tuple(suffix),
                       tuple((name, expr, _elementwise_partner(name, suffix, bound))
                             for name, expr in substitutes.items()))
+
+
+def _is_early_return(stmt: ast.If) -> bool:
+    return not stmt.orelse and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Return) \
+        and stmt.body[0].value is not None
+
+
+def _early_return(filename: str, stmt: ast.If, rest: list[ast.stmt]) -> BranchSite | Refusal:
+    """``if <test>: return <value>`` followed by the rest of the function, which ends in a ``return``
+    (ViT-style tables: ``return self.position_embeddings`` when the grid is the configured one, else
+    resize it).  The rest is the body taken for every input."""
+    refuse = functools.partial(Refusal, filename, stmt.lineno)
+    early = stmt.body[0]
+    assert isinstance(early, ast.Return) and early.value is not None
+    value = early.value
+    if not all(isinstance(n, (ast.Name, ast.Attribute, ast.Load)) for n in ast.walk(value)):
+        return refuse(f"the early return of `{ast.unparse(value)}`, not a plain name or attribute")
+    if not rest or not isinstance(rest[-1], ast.Return) or rest[-1].value is None:
+        return refuse("the rest of the function does not end in a `return`")
+    for node in rest[:-1]:
+        reason = _statement_refusal(node)
+        if reason is not None:
+            return refuse(reason)
+    reason = _expression_refusal(rest[-1].value, rest[-1].lineno)
+    if reason is not None:
+        return refuse(reason)
+    bound = frozenset(name for node in rest for name in _targets(node))
+    if names_read(value) & bound:
+        return refuse(f"the rest of the function rebinds a name `{ast.unparse(value)}` reads")
+    last = rest[-1]
+    asked = (stmt.lineno, stmt.test.end_lineno or stmt.lineno)
+    return BranchSite(filename, stmt.lineno, stmt.test, None, asked,
+                      tuple(rest), (rest[0].lineno, last.end_lineno or last.lineno), bound, frozenset(),
+                      linecache.getline(filename, stmt.lineno).strip(), returns=value)
 
 
 def _else_as_suffix(then: list[ast.stmt], orelse: list[ast.stmt]):
@@ -438,11 +477,15 @@ def _statement_refusal(stmt: ast.stmt) -> str | None:
     for target in targets:
         if not all(isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Store)) for n in ast.walk(target)):
             return f"line {stmt.lineno}: a store into an object"
+    return _expression_refusal(value, stmt.lineno)
+
+
+def _expression_refusal(value: ast.expr, line: int) -> str | None:
     for node in ast.walk(value):
         if not isinstance(node, _EXPRESSIONS) or isinstance(node, ast.Not):
-            return f"line {stmt.lineno}: `{type(node).__name__}` in an expression"
+            return f"line {line}: `{type(node).__name__}` in an expression"
         if isinstance(node, ast.Call) and not isinstance(node.func, (ast.Name, ast.Attribute)):
-            return f"line {stmt.lineno}: a call of a computed function"
+            return f"line {line}: a call of a computed function"
     return None
 
 
@@ -618,10 +661,15 @@ def plain_attribute(obj, name: str, is_module: Callable[[object], bool], functio
 
 
 def _pure_kind(pure: dict, target) -> object | None:
+    """The kind ``target`` returns if it is pure: by identity, or for a library's function by its
+    (module, qualified name), so that the library need not be imported to name it."""
     try:
-        return pure.get(target)
+        found = pure.get(target)
     except TypeError:            # unhashable
         return None
+    if found is None and inspect.isfunction(target):
+        found = pure.get((target.__module__, target.__qualname__))
+    return found
 
 
 # builtins and math functions that compute on numbers and sizes without effects

@@ -11,9 +11,11 @@ square grid recovered from a token count).  While an engine trace runs:
   is), after ``torch._check(x >= 0)``: where Python's raises, the program
   asserts;
 * the user's modules see a global ``int`` whose call on a SymFloat is
-  ``torch.sym_int`` (``TruncToInt``: what ``int`` computes on a double) and
-  is Python's ``int`` on anything else (a SymInt still specializes, as
-  before); ``isinstance``/``issubclass`` read it as ``int``.  So do the
+  ``torch.sym_int`` (``TruncToInt``: what ``int`` computes on a double), on a
+  SymInt is the SymInt (``torch_int(height)`` keeps the size symbolic; where
+  Python needs a real int later, ``range`` or ``__index__`` asks for it then)
+  and is Python's ``int`` on anything else; ``isinstance``/``issubclass`` read
+  it as ``int``, and a SymInt is an instance, as its value is in eager.  So do the
   library modules of the functions calling ``int`` that a user module
   imported (transformers' ``torch_int``, ``int(x)`` in ``utils/generic.py``).  A
   module gets it only when its source uses the name ``int`` only as a call,
@@ -57,10 +59,12 @@ class _IntType(type):
     def __call__(cls, *args, **kwargs):
         if len(args) == 1 and not kwargs and isinstance(args[0], torch.SymFloat):
             return torch.sym_int(args[0])
+        if len(args) == 1 and not kwargs and isinstance(args[0], torch.SymInt):
+            return args[0]
         return _int(*args, **kwargs)
 
     def __instancecheck__(cls, obj):
-        return isinstance(obj, _int)
+        return isinstance(obj, (_int, torch.SymInt))
 
     def __subclasscheck__(cls, sub):
         return issubclass(sub, _int)

@@ -20,6 +20,9 @@ from torch._guards import TracingContext, tracing
 import torch._higher_order_ops  # noqa: F401  (registers the higher-order operators by name)
 from torch._higher_order_ops.scan import scan
 from torch._ops import HigherOrderOperator, OpOverload
+# the strides torch gives a contiguous tensor of a shape: its fake tensors' allocations and views use it, so
+# strides made by it are recognised by their form (branch_merge's layout checks)
+from torch._prims_common import make_contiguous_strides_for as contiguous_strides
 from torch._ops import _higher_order_ops as _HIGHER_ORDER_OPERATORS
 import torch._subclasses.fake_impls as fake_impls
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
@@ -67,7 +70,7 @@ PINNED = {
     "UnsupportedOperatorException": UnsupportedOperatorException,
     "compiling_state_context": compiling_state_context,
     "RoundToInt": RoundToInt, "SymNode": SymNode, "FloatPow": FloatPow,
-    "OpaqueUnaryFn_sqrt": OpaqueUnaryFn_sqrt, "check": check,
+    "OpaqueUnaryFn_sqrt": OpaqueUnaryFn_sqrt, "check": check, "contiguous_strides": contiguous_strides,
 }
 # Private ATen operators (a leading underscore), each pinned by the name torch prints it with.
 _aten = torch.ops.aten
