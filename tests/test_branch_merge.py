@@ -330,14 +330,28 @@ class ElseReadsAnotherTable(nn.Module):
         return x
 
 
-def _merged_lines(first) -> list[str]:
-    return [b.where.frame.code for b in first.engine.merged_branches]
+class PadThenPool(nn.Module):
+    """``if odd: pad; pool`` / ``else: pool``: the ``else`` is the end of the body, reading the padded name
+    itself (the pool, a module call, runs on both sides alike)."""
+
+    def __init__(self):
+        super().__init__()
+        self.pool = nn.AvgPool1d(2)
+
+    def forward(self, x):                      # x: (B, C, W)
+        if x.size(-1) % 2 == 1:
+            x = F.pad(x, (0, 1))
+            x = self.pool(x)
+        else:
+            x = self.pool(x)
+        return x.flatten(1)
 
 
 @pytest.mark.parametrize("model,x,spec,sizes", [
     (SpaceTable(), torch.randn(2, 40, 6), ({1: Dim("H", min=8, max=64)},), [(2, h, 6) for h in range(8, 65)]),
     (TimeTable(), torch.randn(2, 5, 8), ({1: Dim("T", min=1, max=12)},), [(2, t, 8) for t in range(1, 13)]),
-], ids=["space", "time"])
+    (PadThenPool(), torch.randn(2, 3, 9), ({2: Dim("W", min=2, max=40)},), [(2, 3, w) for w in range(2, 41)]),
+], ids=["space", "time", "pad-then-pool"])
 def test_an_else_that_ends_the_body_with_the_cached_table_is_one_trace(model, x, spec, sizes):
     first = _one_trace(model, (x,), spec)
     assert len(first.engine.merged_branches) == 1 and not first.unmerged
@@ -404,6 +418,24 @@ def test_an_early_return_of_the_cached_table_is_one_trace():
     program = shapeproof.export(model, (x,), dynamic_shapes=spec)
     _matches_eager(model, program, [(2, 3, h, w) for h in range(16, 65, 5) for w in (16, 31, 32, 39, 64)]
                    + [(2, 3, 32, 32), (2, 3, 39, 39), (2, 3, 32, 39)])
+
+
+class LiteralBicubic(EarlyReturn):
+    """ViT's form: the mode written at the call, so the body is refused before a trace runs into it."""
+
+    def table_for(self, height: int, width: int) -> torch.Tensor:
+        positions = self.table.shape[1] - 1
+        if (height // 8) * (width // 8) == positions and height == width:
+            return self.table
+        grid = self.table[:, 1:].reshape(1, 4, 4, 6).permute(0, 3, 1, 2)
+        grid = F.interpolate(grid, size=(height // 8, width // 8), mode="bicubic", align_corners=False)
+        return torch.cat((self.table[:, :1], grid.permute(0, 2, 3, 1).reshape(1, -1, 6)), dim=1)
+
+
+def test_a_resize_written_inexact_is_refused_without_tracing_into_it():
+    first = _one_trace(LiteralBicubic(), (torch.randn(2, 3, 48, 40),),
+                       ({2: Dim("H", min=16, max=64), 3: Dim("W", min=16, max=64)},))
+    assert not first.engine.merged_branches and not first.unmerged
 
 
 @pytest.mark.parametrize("model", [EarlyReturn(antialias=False), EarlyReturn(cls_first=False)],

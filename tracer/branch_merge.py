@@ -525,6 +525,21 @@ def _pad(body: _Body, func, args, kwargs):
 _EXACT_RESIZE = ("nearest", "nearest-exact")
 
 
+def _inexact_resize(body) -> str | None:
+    """A resize of the body written with a literal mode that is not exact at the same size (ViT's
+    ``mode="bicubic", align_corners=False``), which ``_interpolate`` would refuse once traced to it."""
+    for node in (n for stmt in body for n in ast.walk(stmt)):
+        if not isinstance(node, ast.Call) or getattr(node.func, "attr", getattr(node.func, "id", None)) \
+                != "interpolate":
+            continue
+        given = {k.arg: k.value for k in node.keywords}
+        mode, antialias = given.get("mode"), given.get("antialias")
+        if isinstance(mode, ast.Constant) and mode.value not in _EXACT_RESIZE and not (
+                isinstance(antialias, ast.Constant) and antialias.value is True):
+            return f"line {node.lineno}: a resize in mode {mode.value!r}, not exact at the same size"
+    return None
+
+
 def _interpolate(body: _Body, func, args, kwargs):
     a = _bind(F_nn.interpolate, args, kwargs)
     x, size = a["input"], a.get("size")
@@ -730,6 +745,9 @@ class BranchMerging:
         unseen = EFFECTS.check(site, frame)
         if unseen is not None:
             raise _Refused(unseen)
+        inexact = _inexact_resize(site.body)
+        if inexact is not None:          # refused now, not after a trace that runs into it
+            raise _Refused(inexact)
         tested = self._tested_flag(site, frame)
         if tested is not None:           # ``if flag:`` again: Python's ``or`` left the flag one operand only
             tree, condition, answers = tested

@@ -240,7 +240,9 @@ def _checked(function, filename: str, stmt: ast.If, test: ast.expr, flag: str | 
         if isinstance(found, str):
             return refuse(found)
         body, suffix, substitutes = found
-    for node in stmt.body:
+    # the suffix runs on both sides alike: it is checked only when the else reads values in places, which
+    # it must leave as they were until it reads them
+    for node in body + (suffix if substitutes else []):
         reason = _statement_refusal(node)
         if reason is not None:
             return refuse(reason)
@@ -308,21 +310,26 @@ def _else_as_suffix(then: list[ast.stmt], orelse: list[ast.stmt]):
     prefix, suffix = then[:len(then) - len(orelse)], then[len(then) - len(orelse):]
     bound = {name for node in prefix for name in _targets(node)}
     substitutes: dict[str, ast.expr] = {}
+    direct: set[str] = set()
     for mine, theirs in zip(suffix, orelse):
-        if not _alike(mine, theirs, bound, substitutes):
+        if not _alike(mine, theirs, bound, substitutes, direct):
             return "the `else` differs from the end of the `if` body other than by a value the body computes"
+    if direct & set(substitutes):
+        return "the `else` reads a name the body binds both as it was and replaced"
     return prefix, suffix, substitutes
 
 
 _POSITIONS = ("lineno", "col_offset", "end_lineno", "end_col_offset", "ctx")
 
 
-def _alike(mine: ast.AST, theirs: ast.AST, bound: set[str], substitutes: dict) -> bool:
+def _alike(mine: ast.AST, theirs: ast.AST, bound: set[str], substitutes: dict, direct: set[str]) -> bool:
     """The same tree, but where ``mine`` reads a name of ``bound`` and ``theirs`` holds an expression
-    (the same expression for every read of the name)."""
+    (the same expression for every read of the name).  A name of ``bound`` read on both sides goes to
+    ``direct``: the ``else`` reads its value from before the ``if`` (checked as any name read later)."""
     if isinstance(mine, ast.Name) and isinstance(mine.ctx, ast.Load) and mine.id in bound:
         if isinstance(theirs, ast.Name) and theirs.id == mine.id:
-            return False        # the name itself on both sides: the ``else`` reads its value from before
+            direct.add(mine.id)
+            return True
         if not isinstance(theirs, ast.expr):
             return False
         seen = substitutes.setdefault(mine.id, theirs)
@@ -336,11 +343,11 @@ def _alike(mine: ast.AST, theirs: ast.AST, bound: set[str], substitutes: dict) -
         if isinstance(value, list):
             if not isinstance(other, list) or len(value) != len(other):
                 return False
-            if not all(_alike(a, b, bound, substitutes) if isinstance(a, ast.AST) else a == b
+            if not all(_alike(a, b, bound, substitutes, direct) if isinstance(a, ast.AST) else a == b
                        for a, b in zip(value, other)):
                 return False
         elif isinstance(value, ast.AST):
-            if not isinstance(other, ast.AST) or not _alike(value, other, bound, substitutes):
+            if not isinstance(other, ast.AST) or not _alike(value, other, bound, substitutes, direct):
                 return False
         elif value != other:
             return False
@@ -521,7 +528,8 @@ class Effects:
     def check(self, site: BranchSite, frame: FrameType) -> str | None:
         """Why a call in the body could have an effect the trace does not see; None when none could."""
         kinds: dict[str, object] = {}
-        for stmt in site.body + site.suffix:        # the suffix too: it must not change what the else reads
+        # the suffix too where the else reads values in its places: it must not change them before
+        for stmt in site.body + (site.suffix if site.substitutes else ()):
             value = getattr(stmt, "value", None)
             if value is None or isinstance(stmt, ast.Expr):
                 continue
