@@ -297,6 +297,22 @@ def transformers_models() -> list[IdiomModel]:
     models.append(square_grid("deit_mim", "3 square grid (int)", "DeiTForMaskedImageModeling", tf.DeiTConfig,
                               deit, "height = width = int(sequence_length**0.5)"))
 
+    # idiom 3 without a position table: Swin's masked-image decoder recovers its grid the same way, after
+    # two padding stages; from g = 3 (stage 2 wider than its window of 2: below, Swin clamps the window)
+    def swin_mim():
+        return _Main(tf.SwinForMaskedImageModeling(tf.SwinConfig(
+            image_size=32, patch_size=4, embed_dim=8, depths=[1, 1], num_heads=[1, 2], window_size=2,
+            encoder_stride=8, drop_path_rate=0.0)))
+
+    models.append(IdiomModel(
+        "swin_mim", "3 square grid (no table)", "SwinForMaskedImageModeling", _seeded(swin_mim),
+        lambda p: (_image(BATCH, 3, 8 * p["g"], 8 * p["g"]),),
+        [Size(0, 2, "g", 8), Size(0, 3, "g", 8)], {"g": (3, 16)}, {"g": 8},
+        [{"g": g} for g in (8, 3, 16, 4, 5, 6, 7, 9, 12, 15)],
+        [(swin.SwinForMaskedImageModeling.forward, "height = width = math.floor(sequence_length**0.5)"),
+         (swin.SwinPatchEmbeddings.maybe_pad, "if width % self.patch_size[1] != 0")],
+        note="H = W = 8g"))
+
     # idiom 4: spatial-reduction attention; the reduced grid is 1x1 over the bottom of the range.
     models.append(_image_model(
         "segformer", "4 reaches 1", "SegformerModel",

@@ -330,6 +330,37 @@ class ElseReadsAnotherTable(nn.Module):
         return x
 
 
+_SQUARE_GRID = ({2: Dim("G", min=2, max=12), 3: Dim("G", min=2, max=12)},)
+_SQUARES = [(2, 3, g, g) for g in range(2, 13)]
+
+
+class CachedOrResized(nn.Module):
+    """One side keeps the cached table (a plain read), the other resizes it; either order."""
+
+    def __init__(self, cached_first: bool):
+        super().__init__()
+        self.table, self.grid, self.cached_first = nn.Parameter(torch.randn(1, 3, 4, 4)), 4, cached_first
+
+    def forward(self, x):                      # (B, 3, g, g)
+        if self.cached_first:
+            return x + self.same_grid(x.size(-1))
+        return x + self.other_grid(x.size(-1))
+
+    def same_grid(self, g):
+        if g == self.grid:
+            table = self.table
+        else:
+            table = F.interpolate(self.table, size=(g, g), mode="nearest")
+        return table
+
+    def other_grid(self, g):
+        if g != self.grid:
+            table = F.interpolate(self.table, size=(g, g), mode="nearest-exact")
+        else:
+            table = self.table
+        return table
+
+
 class PadThenPool(nn.Module):
     """``if odd: pad; pool`` / ``else: pool``: the ``else`` is the end of the body, reading the padded name
     itself (the pool, a module call, runs on both sides alike)."""
@@ -351,8 +382,10 @@ class PadThenPool(nn.Module):
     (SpaceTable(), torch.randn(2, 40, 6), ({1: Dim("H", min=8, max=64)},), [(2, h, 6) for h in range(8, 65)]),
     (TimeTable(), torch.randn(2, 5, 8), ({1: Dim("T", min=1, max=12)},), [(2, t, 8) for t in range(1, 13)]),
     (PadThenPool(), torch.randn(2, 3, 9), ({2: Dim("W", min=2, max=40)},), [(2, 3, w) for w in range(2, 41)]),
-], ids=["space", "time", "pad-then-pool"])
-def test_an_else_that_ends_the_body_with_the_cached_table_is_one_trace(model, x, spec, sizes):
+    (CachedOrResized(cached_first=True), torch.randn(2, 3, 6, 6), _SQUARE_GRID, _SQUARES),
+    (CachedOrResized(cached_first=False), torch.randn(2, 3, 6, 6), _SQUARE_GRID, _SQUARES),
+], ids=["space", "time", "pad-then-pool", "cached-then-resized", "resized-then-cached"])
+def test_an_if_else_whose_sides_agree_is_one_trace(model, x, spec, sizes):
     first = _one_trace(model, (x,), spec)
     assert len(first.engine.merged_branches) == 1 and not first.unmerged
     program = shapeproof.export(model, (x,), dynamic_shapes=spec)

@@ -378,7 +378,7 @@ class _Body:
                 yield value % m
         indicator = _indicator(self.tree)
         if indicator is not None:
-            runs = indicator if self.site.returns is None else 1 - indicator
+            runs = 1 - indicator if self.site.runs_where_false else indicator
             yield zero + (value - zero) * runs
 
     def contiguous_where_skipped(self, x: torch.Tensor) -> bool:
@@ -766,7 +766,7 @@ class BranchMerging:
             known = engine.statically_known(cond)
             if known is not None:
                 fixed[expr] = known
-        takes_if_body = site.returns is None      # else the rest of the function, past an early return
+        takes_if_body = not site.runs_where_false     # else the `else`, or the rest past an early return
         answers = _steer(tree, takes_if_body, fixed)
         if answers is None:
             raise _Refused("no answer to the test's comparisons takes the body")

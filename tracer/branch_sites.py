@@ -71,15 +71,18 @@ class BranchSite:
     bound: frozenset[str]                # names the body binds
     read_elsewhere: frozenset[str]       # of those, the names that may be read after the ``if``
     text: str                            # the ``if`` line as written, for messages
-    # ``if``/``else`` whose ``else`` is the end of the ``if`` body with other values in places: the
-    # body above is the rest of the ``if`` body (its *prefix*), ``suffix`` the statements both share,
-    # and ``substitutes`` each name the prefix binds with the expression the ``else`` reads in its place
-    # and, where the name's one use is ``t = a <op> name`` opening the suffix (+ - * /), ``a``
+    # ``substitutes``: names that must hold, where the body is skipped, what an expression reads there
+    # (name, expression, partner).  An ``if``/``else`` whose other side only binds names to plain reads
+    # (``pos = self.pos``) gives those; one whose ``else`` is the end of the ``if`` body with other
+    # values in places gives, for each name the body above (the if body's *prefix*) binds, the
+    # expression the ``else`` reads in its place (``suffix``: the statements both share) and, where the
+    # name's one use is ``t = a <op> name`` opening the suffix (+ - * /), ``a`` as its partner
     suffix: tuple[ast.stmt, ...] = ()
     substitutes: tuple[tuple[str, ast.expr, str | None], ...] = ()
     # ``if <test>: return <value>`` at the top of the function: the body above is then the rest of the
     # function, taken where the test is false, and must return what ``returns`` reads where it is true
     returns: ast.expr | None = None
+    runs_where_false: bool = False       # the body is the ``else``, or the rest past an early return
 
     @property
     def key(self) -> tuple[str, int]:
@@ -234,12 +237,18 @@ def _flag_of(assign: ast.Assign, following: ast.stmt | None) -> str | None:
 def _checked(function, filename: str, stmt: ast.If, test: ast.expr, flag: str | None, code: CodeType,
              assign: ast.Assign | None = None) -> BranchSite | Refusal:
     refuse = functools.partial(Refusal, filename, stmt.lineno)
-    body, suffix, substitutes = list(stmt.body), [], {}
+    body, suffix, substitutes, references, runs_where_false = list(stmt.body), [], {}, {}, False
     if stmt.orelse:
-        found = _else_as_suffix(stmt.body, stmt.orelse)
-        if isinstance(found, str):
-            return refuse(found)
-        body, suffix, substitutes = found
+        plain_else, plain_then = _plain_reads(stmt.orelse), _plain_reads(stmt.body)
+        if plain_else is not None:                  # if different: resize; else: the cached one
+            references = plain_else
+        elif plain_then is not None and flag is None:   # if the same: the cached one; else: resize
+            body, references, runs_where_false = list(stmt.orelse), plain_then, True
+        else:
+            found = _else_as_suffix(stmt.body, stmt.orelse)
+            if isinstance(found, str):
+                return refuse(found)
+            body, suffix, substitutes = found
     # the suffix runs on both sides alike: it is checked only when the else reads values in places, which
     # it must leave as they were until it reads them
     for node in body + (suffix if substitutes else []):
@@ -255,7 +264,10 @@ def _checked(function, filename: str, stmt: ast.If, test: ast.expr, flag: str | 
         reason = _substitution_refusal(substitutes, suffix, bound, live | shared)
         if reason is not None:
             return refuse(reason)
-    live_after_body = names_live_before(suffix, set(live)) - set(substitutes)
+    if any(names_read(expr) & bound for expr in references.values()):
+        return refuse("the body rebinds a name the other side reads")
+    references = {name: expr for name, expr in references.items() if name in live | shared}
+    live_after_body = names_live_before(suffix, set(live)) - set(substitutes) - set(references)
     first = assign.lineno if assign is not None else stmt.lineno
     text = linecache.getline(filename, stmt.lineno).strip()
     last = body[-1]
@@ -263,7 +275,24 @@ def _checked(function, filename: str, stmt: ast.If, test: ast.expr, flag: str | 
                       tuple(body), (body[0].lineno, last.end_lineno or last.lineno),
                       bound, frozenset(bound & (live_after_body | shared)), text, tuple(suffix),
                       tuple((name, expr, _elementwise_partner(name, suffix, bound))
-                            for name, expr in substitutes.items()))
+                            for name, expr in substitutes.items())
+                      + tuple((name, expr, None) for name, expr in references.items()),
+                      runs_where_false=runs_where_false)
+
+
+def _plain_reads(stmts: list[ast.stmt]) -> dict[str, ast.expr] | None:
+    """``{name: expression}`` when every statement binds one name to a plain read (names and attributes:
+    ``pos = self.position_embeddings``), the side of a branch that keeps a cached value; else None."""
+    found: dict[str, ast.expr] = {}
+    for stmt in stmts:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and all(isinstance(n, (ast.Name, ast.Attribute, ast.Load)) for n in ast.walk(stmt.value))):
+            return None
+        if names_read(stmt.value) & set(found):
+            return None                              # reads a name the side itself bound
+        found[stmt.targets[0].id] = stmt.value
+    return found
 
 
 def _is_early_return(stmt: ast.If) -> bool:
@@ -297,7 +326,7 @@ def _early_return(filename: str, stmt: ast.If, rest: list[ast.stmt]) -> BranchSi
     asked = (stmt.lineno, stmt.test.end_lineno or stmt.lineno)
     return BranchSite(filename, stmt.lineno, stmt.test, None, asked,
                       tuple(rest), (rest[0].lineno, last.end_lineno or last.lineno), bound, frozenset(),
-                      linecache.getline(filename, stmt.lineno).strip(), returns=value)
+                      linecache.getline(filename, stmt.lineno).strip(), returns=value, runs_where_false=True)
 
 
 def _else_as_suffix(then: list[ast.stmt], orelse: list[ast.stmt]):
