@@ -8,6 +8,7 @@ relations between several named dims (``N <= M``, ``a*b == c*d``) as input
 checks.  Each test exports with both exporters where torch's behaviour is the
 reference, and checks the program against eager PyTorch.
 """
+import math
 import operator
 import warnings
 
@@ -372,6 +373,23 @@ def test_int_of_a_size_keeps_it_dynamic():
     for h, w in ((8, 8), (3, 17), (30, 5)):
         x = torch.randn(1, 3, h, w)
         assert torch.equal(program.module()(x), IntOfSize()(x))
+
+
+class IntThroughFloats(torch.nn.Module):
+    def forward(self, x):
+        even = int(math.ceil(x.shape[-1] / 2) * 2)
+        return torch.nn.functional.pad(x, (0, even - x.shape[-1]))
+
+
+def test_int_of_a_size_computed_through_floats_specializes_as_in_torch():
+    """Kept symbolic, such a size would bring float arithmetic to every later question (symbolic_casts):
+    ``int`` specializes it as torch does, and both programs check it on their inputs alike."""
+    spec, example = {"x": {3: DYNAMIC}}, (torch.randn(1, 3, 8, 9),)
+    theirs = _torch(IntThroughFloats(), example, spec)
+    ours = shapeproof.export(IntThroughFloats(), example, dynamic_shapes=spec)
+    widths = range(2, 21)
+    accepted = [w for w in widths if not _rejects(ours, torch.randn(1, 3, 8, w))]
+    assert accepted == [w for w in widths if not _rejects(theirs, torch.randn(1, 3, 8, w))] == [9, 10]
 
 
 def test_a_time_budget_stops_the_region_search():
