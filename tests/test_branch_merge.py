@@ -304,6 +304,8 @@ class TimeTable(nn.Module):
 
 
 class TimeTableFirst(TimeTable):
+    """The same body with the table first in the sum (written out: the merge reads the source)."""
+
     def forward(self, x):
         frames = x.size(1)
         if frames != self.table.size(1):

@@ -23,10 +23,13 @@ guard, and watches the body run:
   equal to its old value.
 
 Views between identities are followed as index maps (``view_maps``), so a
-chain that takes a table apart and puts it back together is the table.  An
-``if`` with an ``else`` that is the end of the ``if`` body with other values
-in places (``branch_sites``) takes the body up to there, and then each name
-the ``else`` replaces must hold what the ``else`` reads in its place.
+chain that takes a table apart and puts it back together is the table.  The
+forms with another path (``branch_sites``): an ``if``/``else`` whose one side
+only binds names to plain reads (``table = self.table``) takes the other
+side; an early ``return self.table`` takes the rest of the function, which
+must return it there; an ``else`` that is the end of the ``if`` body with
+other values in places takes the body up to there.  Each name the skipped
+side binds or reads in place must then hold, where it is skipped, that value.
 
 Every later stage then sees one symbolic size for both sides
 (``W + (4 - W % 4) % 4``), so k padding stages cost one trace.  Anything
@@ -484,7 +487,7 @@ class _Body:
             return
         try:
             found = _follow(self, func, args, kwargs, result)
-        except (_Refused, TypeError, ValueError, IndexError):
+        except Exception:          # noqa: BLE001  (a map only ever allows a merge: none is the safe answer)
             found = None
         self.maps[id(result)] = (result, found)
 
