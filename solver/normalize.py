@@ -94,7 +94,11 @@ class Normalizer:
         args = [self(a) for a in t.args]
         rules: frozenset[str] = frozenset().union(*(self._rules_of(a) for a in t.args))
         if isinstance(t, (sympy.Add, sympy.Mul, sympy.Pow)):
-            return sympy.expand(t.func(*args), deep=False), rules
+            out = sympy.expand(t.func(*args), deep=False)
+            new, rule = self._rewrite(out) if isinstance(out, sympy.Add) else (out, None)
+            if rule is None:
+                return out, rules
+            return self(new), rules | {rule} | self._rules_of(new)
         node = t.func(*args)
         if type(node) is not type(t):
             return self(node), rules | self._rules_of(node)

@@ -250,6 +250,22 @@ def _floordiv_nested(node, bounds):
     return None
 
 
+@rule(FloorDiv, "(q + a // b) // c", "(b*q + a) // (b*c)", "b > 0, c > 0, q an integer polynomial")
+def _floordiv_nested_sum(node, bounds):
+    """``floor((q + floor(a/b)) / c) == floor((b*q + a) / (b*c))`` for integer ``q``: a pad's stage size
+    plus one, halved (``(1 + (1 + P) // 2) // 2``), becomes one division of ``P`` (``(P + 3) // 4``)."""
+    s, c = node.args
+    parts = sympy.Add.make_args(s)
+    inner = [p for p in parts if isinstance(p, FloorDiv)]
+    if len(inner) != 1 or len(parts) < 2 or not _positive(c, bounds):
+        return None
+    a, b = inner[0].args
+    q = sympy.expand(s - inner[0])
+    if not _positive(b, bounds) or not _int_poly_coeffs_ok(q):
+        return None
+    return FloorDiv(sympy.expand(b * q + a), sympy.expand(b * c))
+
+
 def _small_quotient(a: Expr, b: Expr, bounds: Bounds) -> Optional[Expr]:
     """``a // b`` for ``b > 0`` when bounds put ``a`` in ``[0, b)`` (0) or ``[-b, 0)`` (-1)."""
     ia, gap = bounds.tight(a), bounds.tight(sympy.expand(b - a))
@@ -301,6 +317,31 @@ def _floordiv_one_period(node, bounds):
     ia = bounds(a)
     if b.is_Integer and b > 0 and ia is not None and ia.finite and ia.lo // int(b) == ia.hi // int(b):
         return Integer(int(ia.lo) // int(b))
+    return None
+
+
+# -- sums -------------------------------------------------------------------------
+
+@rule(sympy.Add, "a // 3 - a // 6", "(a + 3) // 6")
+def _sum_ceil_half(node, bounds):
+    """``c*(a // d) - c*(a // (2*d))`` in a sum (``d`` a positive constant; ``a`` itself for ``d == 1``) is
+    ``c*((a + d) // (2*d))``: ``n - floor(n/2) == ceil(n/2) == floor((n + 1)/2)`` for every integer ``n``,
+    here ``n = floor(a/d)``.  A size padded to even and halved, ``(q + q % 2 + 1) // 2``, normalizes to
+    ``q - q // 2`` and so meets Python's ``(q + 1) // 2`` (Swin's patch merging: its guards over unbounded
+    sizes were undecided).  Fires only where the whole ``c*(a // d)`` is in the sum (it gets shorter)."""
+    terms = sympy.Add.make_args(node)
+    for term in terms:
+        coeff, half = term.as_coeff_Mul()
+        if not (isinstance(half, FloorDiv) and coeff.is_Integer and coeff < 0):
+            continue
+        a, m = half.args
+        if not (m.is_Integer and m > 0 and m % 2 == 0):
+            continue
+        c, d = -coeff, m // 2
+        whole = a if d == 1 else FloorDiv(a, d)
+        out = sympy.expand(node - c * whole + c * half + c * FloorDiv(a + d, m))
+        if len(sympy.Add.make_args(out)) < len(terms):
+            return out
     return None
 
 

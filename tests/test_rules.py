@@ -103,3 +103,20 @@ def test_questions_over_one_box_share_normal_forms_and_still_name_their_rules():
         assert set(shared.fired) == set(alone.fired) != set()
     forms = [f for f in cache._forms.values() if len(f)]
     assert len(forms) == 1                       # one box: the questions found each other's forms
+
+
+def test_a_size_padded_to_even_and_halved_meets_pythons_halving_over_unbounded_sizes():
+    """Swin's patch merging pads a stage to even and halves it (``(1 + q + q % 2) // 2``) where its
+    bookkeeping computes ``(q + 1) // 2``, two stages deep; under Dim.AUTO nothing bounds the sizes, so only
+    the normal form can show they agree (``sum_ceil_half``, ``floordiv_nested_sum``)."""
+    from shapeproof.solver import prove
+
+    stage = "((s + ((4 - (s % 4)) % 4)) // 4)"
+    for q in (stage, f"((1 + {stage}) // 2)"):
+        padded, halved = f"((1 + {q} + ({q} % 2)) // 2)", f"((1 + {q}) // 2)"
+        for goal in (f"{padded} == {halved}", f"(({padded} * t) % {halved}) == 0"):
+            verdict = prove(goal, ranges={"s": (2, None), "t": (1, None)}, strategy="rewrite", timeout=2.0)
+            assert verdict.proven, (goal, verdict.reason)
+    wrong = prove(f"((1 + {stage} + ({stage} % 2)) // 2) == ({stage} // 2)", ranges={"s": (2, None)},
+                  strategy="cascade", timeout=2.0)
+    assert wrong.refuted                     # the floor, not the ceiling: 5 // 2 is 2, not 3
