@@ -66,6 +66,34 @@ def test_a_reduced_grid_reaching_one_is_one_program_from_one_trace():
             assert torch.allclose(program.module()(sample), model(sample), atol=1e-6), (h, w)
 
 
+class GlobalResponseNorm(torch.nn.Module):
+    """ConvNeXt V2's GRN after a stride-8 stem: a norm over the grid, which is 1x1 for sides below 16.
+    torch's meta takes a fast path when every reduced dim is 1; the program keeps the norm operator."""
+
+    def __init__(self, channels: int = 4):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, channels, kernel_size=8, stride=8)
+
+    def forward(self, x):
+        y = self.stem(x).permute(0, 2, 3, 1)                          # (b, h // 8, w // 8, c)
+        norm = torch.linalg.vector_norm(y, ord=2, dim=(1, 2), keepdim=True)
+        return y * (norm / (norm.mean(dim=-1, keepdim=True) + 1e-6))
+
+
+def test_a_norm_over_a_grid_reaching_one_keeps_every_size():
+    torch.manual_seed(0)
+    model = GlobalResponseNorm().eval()
+    x = torch.randn(2, 3, 40, 64)
+    spec = ({2: Dim.AUTO, 3: Dim.AUTO},)
+    first = trace(model, (x,), None, normalize_spec(spec, model, (x,), None), "cascade", 2.0)
+    assert any("vector_norm" in rule for rule, _, _ in first.torch_env.unguarded_answers)
+    program = shapeproof.export(model, (x,), dynamic_shapes=spec)
+    for h, w in [(8, 8), (15, 8), (8, 64), (16, 16), (40, 64), (100, 9)]:     # grid 1x1 .. 12x8
+        sample = torch.randn(2, 3, h, w)
+        with torch.no_grad():
+            assert torch.equal(program.module()(sample), model(sample)), (h, w)
+
+
 class CausalWhenLong(torch.nn.Module):
     """transformers' ``is_causal = q_len > 1 and mask is None and is_causal``, then a branch on the flag."""
 

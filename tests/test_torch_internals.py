@@ -104,6 +104,7 @@ def test_export_consults_forced_specializations_after_producing_guards():
     assert f"dim_constraints.{method}()" in source
     assert callable(getattr(DimConstraints, method))
     assert f"dim_constraints.{door.PRETTIFY_RESULTS}(" in source
+    assert f"dim_constraints.{door.SOLVE_CONSTRAINTS}()" in source
 
 
 def test_equality_constraints_can_be_demoted_to_warnings():

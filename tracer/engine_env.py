@@ -64,7 +64,7 @@ from .symbolic_casts import symbolic_casts
 from .symbolic_range import symbolic_ranges
 from .sympy_bridge import Conversions, UnsupportedExpression, bounds_of
 from .torch_internals import (
-    BOOL_GUARD_PATH, FORCED_SPECIALIZATIONS, PRETTIFY_RESULTS, GuardOnDataDependentSymNode,
+    BOOL_GUARD_PATH, FORCED_SPECIALIZATIONS, PRETTIFY_RESULTS, SOLVE_CONSTRAINTS, GuardOnDataDependentSymNode,
     OpOverload,
     RelaxedUnspecConstraint, StrictMinMaxConstraint, TorchShapeEnv, TracingContext, UserError, UserErrorType,
     convert_guards_to_code, tracing, uninteresting_files,
@@ -524,8 +524,8 @@ class EngineShapeEnv(TorchShapeEnv):
             dim_constraints = self.dim_constraints
             _, _, forced_specializations = FORCED_SPECIALIZATIONS     # (module, function, method)
             setattr(dim_constraints, forced_specializations, dict)
-            setattr(dim_constraints, PRETTIFY_RESULTS,
-                    _message_or_nothing(getattr(dim_constraints, PRETTIFY_RESULTS)))
+            for step in (SOLVE_CONSTRAINTS, PRETTIFY_RESULTS):
+                setattr(dim_constraints, step, _best_effort(getattr(dim_constraints, step)))
         return produced
 
     def _data_dependent(self, exc: GuardOnDataDependentSymNode) -> Exception:
@@ -571,13 +571,14 @@ def _asking_frame() -> FrameType | None:
     return frame
 
 
-def _message_or_nothing(prettify):
-    """torch's fix suggestions only build a message, and crash on some derived dims
-    (``math.ceil`` of a symbolic bound in ``_process_derived_dim_roots``); the
-    engine explains failures itself, so a crash there must not fail the export."""
+def _best_effort(step):
+    """torch's fix suggestions only build a message: its constraint solver (``solve``, whose sympy
+    inequalities raise NotImplementedError on some floor divisions: MobileViTV2 under Dim.AUTO) and the
+    message itself (``prettify_results``, which crashes on some derived dims, ``math.ceil`` of a symbolic
+    bound).  The engine explains failures itself, so a crash there must not fail the export."""
     def safe(*args, **kwargs):
         try:
-            return prettify(*args, **kwargs)
+            return step(*args, **kwargs)
         except Exception:  # the message is best-effort; see docstring
             return ""
     return safe

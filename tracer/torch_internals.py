@@ -168,6 +168,7 @@ RUNTIME_ASSERT_MESSAGE = "Runtime assertion failed for expression {ra.expr} on n
 FORCED_SPECIALIZATIONS = ("torch._export.non_strict_utils", "produce_guards_and_solve_constraints",
                           "forced_specializations")
 PRETTIFY_RESULTS = "prettify_results"     # DimConstraints method export calls for its message
+SOLVE_CONSTRAINTS = "solve"               # and the one it calls first, which feeds only those two
 # Symbolic contexts carry ``constraint_sizes`` of dataclass constraints with ``warn_only``
 # (EngineShapeEnv demotes them); ExportedProgram keeps its input checks in ``_guards_code``.
 CONSTRAINT_FIELDS = {"StrictMinMaxConstraint": "warn_only", "StatelessSymbolicContext": "constraint_sizes"}
@@ -197,6 +198,8 @@ LAYOUT_FUNCTIONS = frozenset({
     ("torch._subclasses.fake_impls", "conv"), ("torch._subclasses.fake_impls", "_view_unbacked_meta"),
     # (a closure of make_fast_binary_impl: its guard_or_false only picks the fast or the slow meta)
     ("torch._subclasses.fake_impls", "fast_binary_impl"),
+    # (its fast path for reduced dims of size 1 only picks the meta's route: export keeps the operator)
+    ("torch._refs.linalg", "vector_norm"),
     *(("torch._prims_common", name) for name in (
         "check_contiguous_sizes_strides", "is_contiguous", "is_channels_last_contiguous_2d",
         "is_channels_last_contiguous_3d", "_is_non_overlapping_and_dense_or_false",
