@@ -213,3 +213,26 @@ def test_undecided_guards_kept_as_input_checks_say_what_share_they_accept():
     undecided = [str(w.message) for w in caught if "could not decide" in str(w.message)]
     assert len(undecided) == 1 and undecided[0].endswith("it accepts 99 of 99 (T): T in 2..100")
     assert torch.equal(program.module()(torch.ones(2, 37)), 2 * torch.ones(2, 37))
+
+
+def test_a_crash_in_torchs_fix_suggestions_does_not_fail_the_export(monkeypatch):
+    """torch solves its dim constraints only to suggest fixes; its sympy inequalities raise
+    NotImplementedError on some floor divisions (MobileViTV2 under Dim.AUTO).  The engine judges the guards
+    itself, so shapeproof exports where torch's own export fails the same way."""
+    from torch.fx.experimental.symbolic_shapes import DimConstraints
+
+    def unsolvable(self):
+        raise NotImplementedError("solveset is unable to solve this equation")
+
+    class Halves(torch.nn.Module):
+        def forward(self, x):
+            return x[:, : x.shape[1] // 2] + x[:, x.shape[1] - x.shape[1] // 2:]
+
+    monkeypatch.setattr(DimConstraints, "solve", unsolvable)
+    spec = ({1: torch.export.Dim.AUTO},)
+    with pytest.raises(NotImplementedError):
+        torch.export.export(Halves(), (torch.randn(2, 8),), dynamic_shapes=spec, strict=False)
+    program = shapeproof.export(Halves(), (torch.randn(2, 8),), dynamic_shapes=spec)
+    for width in (2, 8, 30):
+        x = torch.randn(2, width)
+        assert torch.equal(program.module()(x), Halves()(x))
