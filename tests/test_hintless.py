@@ -94,6 +94,32 @@ def test_a_norm_over_a_grid_reaching_one_keeps_every_size():
             assert torch.equal(program.module()(sample), model(sample)), (h, w)
 
 
+class WindowCrop(torch.nn.Module):
+    """VitDet's window attention, small: pad to a multiple of the window, partition, merge back, crop the
+    pad off and make it contiguous (a copy only where something was padded)."""
+
+    def forward(self, x):                                              # (b, h, w, c)
+        b, h, w, c = x.shape
+        ph, pw = (4 - h % 4) % 4, (4 - w % 4) % 4
+        x = F.pad(x, (0, 0, 0, pw, 0, ph))
+        hp, wp = h + ph, w + pw
+        windows = x.view(b, hp // 4, 4, wp // 4, 4, c).permute(0, 1, 3, 2, 4, 5).reshape(-1, 4, 4, c) * 2
+        x = windows.view(b, hp // 4, wp // 4, 4, 4, c).permute(0, 1, 3, 2, 4, 5).reshape(b, hp, wp, c)
+        x = x[:, :h, :w, :].contiguous()
+        return x.view(b, h * w, c).cumsum(1)
+
+
+def test_contiguous_after_cropping_a_pad_keeps_every_size():
+    model, x = WindowCrop(), torch.randn(2, 10, 13, 3)
+    spec = ({1: Dim.AUTO, 2: Dim.AUTO},)
+    first = trace(model, (x,), None, normalize_spec(spec, model, (x,), None), "cascade", 2.0)
+    assert any(rule.startswith("not contiguous in ") for rule, _, _ in first.torch_env.unguarded_answers)
+    program = shapeproof.export(model, (x,), dynamic_shapes=spec)
+    for h, w in [(8, 8), (10, 13), (12, 5), (3, 3), (16, 16), (4, 9)]:       # padded or not, in each dim
+        sample = torch.randn(2, h, w, 3)
+        assert torch.equal(program.module()(sample), model(sample)), (h, w)
+
+
 class CausalWhenLong(torch.nn.Module):
     """transformers' ``is_causal = q_len > 1 and mask is None and is_causal``, then a branch on the flag."""
 

@@ -12,7 +12,11 @@ answers them without a guard, by rules written so that every answer is right:
   size of 1 leaves its stride free, so the answer only picks strides;
   torch's size-oblivious rule answers as if the size were at least 2;
 * the fake output of a view, computed by torch's meta for views of sizes
-  without a hint, which asks neither.
+  without a hint, which asks neither;
+* a stride compared with the one contiguity expects, asked by ``contiguous()``
+  (``stride != expected`` means "not contiguous"): answered so, the tensor is
+  copied, and the copy is laid out contiguously, as ``contiguous()`` leaves
+  every tensor (VitDet's and SAM's crop of a padded window grid).
 
 Over backed sizes torch asks the same questions as guards, so a reduced grid
 that is 1 at the bottom of a range (``(H - 1) // 32 + 1``, spatial-reduction
@@ -70,7 +74,21 @@ def hintless_answer(expr, fallback_value, frame: FrameType,
     if broadcasting:
         return None
     answer = _as_if_at_least_two(expr, at_least_one)
+    if answer is None and where in _CONTIGUOUS:
+        answer = _strides_differ(expr)
+        return None if answer is None else (f"not contiguous in {where}", answer)
     return None if answer is None else (f"size-oblivious in {where}", answer)
+
+
+_CONTIGUOUS = ("Tensor.contiguous", "aten::contiguous")
+
+
+def _strides_differ(expr) -> bool | None:
+    """``expr``, two sizes' products compared for (in)equality, answered as if they differed: torch's
+    contiguity test asks ``stride != expected`` and returns "not contiguous" when it holds."""
+    if isinstance(expr, (sympy.Eq, sympy.Ne)) and not (expr.lhs.is_number or expr.rhs.is_number):
+        return isinstance(expr, sympy.Ne)
+    return None
 
 
 def _reduced_size_is_one(expr) -> bool:
