@@ -16,11 +16,16 @@ do anything).
 
 The guard's source position comes from the frame that asked: the
 conditional jump Python is executing and its position in the source
-(``co_positions``, Python 3.11 and later).  Two forms are read:
+(``co_positions``, Python 3.11 and later).  The forms read:
 
-* ``if <test>:`` with no ``else``, or with an ``else`` that is the end of
-  the ``if`` body with other values in places: the body is then the ``if``
-  body up to there (``_else_as_suffix``);
+* ``if <test>:`` with no ``else``;
+* ``if``/``else`` whose one side only binds names to plain reads
+  (``table = self.table``): the body is the other side (``_plain_reads``);
+* ``if``/``else`` whose ``else`` is the end of the ``if`` body with other
+  values in places: the body is the ``if`` body up to there
+  (``_else_as_suffix``);
+* ``if <test>: return <value>`` at the top of a function: the body is the
+  rest of the function (``_early_return``);
 * ``flag = <test>`` followed at once by ``if flag:`` (the flag read nowhere
   else), which Swin's patch merging writes: the ``or`` asks its guard on the
   assignment's line.
@@ -87,6 +92,13 @@ class BranchSite:
     @property
     def key(self) -> tuple[str, int]:
         return self.filename, self.line
+
+    @property
+    def checked(self) -> tuple[ast.stmt, ...]:
+        """The statements whose effects must be seen: the body, and the suffix where the ``else`` reads
+        values in places (it must leave them as they were until it reads them; else it runs on both
+        sides alike)."""
+        return self.body + (self.suffix if self.substitutes else ())
 
 
 _JUMPS = ("POP_JUMP", "JUMP_IF_", "TO_BOOL")
@@ -249,13 +261,13 @@ def _checked(function, filename: str, stmt: ast.If, test: ast.expr, flag: str | 
             if isinstance(found, str):
                 return refuse(found)
             body, suffix, substitutes = found
-    # the suffix runs on both sides alike: it is checked only when the else reads values in places, which
-    # it must leave as they were until it reads them
+    # the suffix runs on both sides alike: it is checked only when the else reads values in places
+    # (``BranchSite.checked``, which the call check reads too)
     for node in body + (suffix if substitutes else []):
         reason = _statement_refusal(node)
         if reason is not None:
             return refuse(reason)
-    bound = frozenset(name for node in body for name in _targets(node))
+    bound = _bound(body)
     live = names_live_after(function, stmt)
     shared = set(code.co_cellvars) | set(code.co_freevars)
     if flag is not None and ((flag in live and not _only_tested(function, flag)) or flag in shared):
@@ -280,6 +292,15 @@ def _checked(function, filename: str, stmt: ast.If, test: ast.expr, flag: str | 
                       runs_where_false=runs_where_false)
 
 
+def _is_plain_read(expr: ast.expr) -> bool:
+    """Names and attributes only (``self.position_embeddings``): read where the body ends, it runs no code."""
+    return all(isinstance(n, (ast.Name, ast.Attribute, ast.Load)) for n in ast.walk(expr))
+
+
+def _bound(stmts) -> frozenset[str]:
+    return frozenset(name for node in stmts for name in _targets(node))
+
+
 def _plain_reads(stmts: list[ast.stmt]) -> dict[str, ast.expr] | None:
     """``{name: expression}`` when every statement binds one name to a plain read (names and attributes:
     ``pos = self.position_embeddings``), the side of a branch that keeps a cached value; else None."""
@@ -287,7 +308,7 @@ def _plain_reads(stmts: list[ast.stmt]) -> dict[str, ast.expr] | None:
     for stmt in stmts:
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
                 and isinstance(stmt.targets[0], ast.Name)
-                and all(isinstance(n, (ast.Name, ast.Attribute, ast.Load)) for n in ast.walk(stmt.value))):
+                and _is_plain_read(stmt.value)):
             return None
         if names_read(stmt.value) & set(found):
             return None                              # reads a name the side itself bound
@@ -308,7 +329,7 @@ def _early_return(filename: str, stmt: ast.If, rest: list[ast.stmt]) -> BranchSi
     early = stmt.body[0]
     assert isinstance(early, ast.Return) and early.value is not None
     value = early.value
-    if not all(isinstance(n, (ast.Name, ast.Attribute, ast.Load)) for n in ast.walk(value)):
+    if not _is_plain_read(value):
         return refuse(f"the early return of `{ast.unparse(value)}`, not a plain name or attribute")
     if not rest or not isinstance(rest[-1], ast.Return) or rest[-1].value is None:
         return refuse("the rest of the function does not end in a `return`")
@@ -319,7 +340,7 @@ def _early_return(filename: str, stmt: ast.If, rest: list[ast.stmt]) -> BranchSi
     reason = _expression_refusal(rest[-1].value, rest[-1].lineno)
     if reason is not None:
         return refuse(reason)
-    bound = frozenset(name for node in rest for name in _targets(node))
+    bound = _bound(rest)
     if names_read(value) & bound:
         return refuse(f"the rest of the function rebinds a name `{ast.unparse(value)}` reads")
     last = rest[-1]
@@ -337,7 +358,7 @@ def _else_as_suffix(then: list[ast.stmt], orelse: list[ast.stmt]):
     if len(orelse) >= len(then):
         return "the `else` is not the end of the `if` body"
     prefix, suffix = then[:len(then) - len(orelse)], then[len(then) - len(orelse):]
-    bound = {name for node in prefix for name in _targets(node)}
+    bound = set(_bound(prefix))
     substitutes: dict[str, ast.expr] = {}
     direct: set[str] = set()
     for mine, theirs in zip(suffix, orelse):
@@ -408,9 +429,9 @@ def _substitution_refusal(substitutes: dict, suffix: list[ast.stmt], bound: froz
     """Why the ``else`` side's expressions may not stand for the prefix's names.  Each is read where the
     prefix ends, so it must be a plain read (names and attributes) of values neither the prefix nor the
     suffix rebinds; each name it stands for is read only in its places, and not after the ``if``."""
-    suffix_bound = {name for node in suffix for name in _targets(node)}
+    suffix_bound = _bound(suffix)
     for name, expr in substitutes.items():
-        if not all(isinstance(n, (ast.Name, ast.Attribute, ast.Load)) for n in ast.walk(expr)):
+        if not _is_plain_read(expr):
             return f"the `else` reads `{ast.unparse(expr)}`, which is not a plain name or attribute"
         if names_read(expr) & (bound | suffix_bound):
             return f"`{ast.unparse(expr)}` reads a name the `if` body rebinds"
@@ -557,8 +578,7 @@ class Effects:
     def check(self, site: BranchSite, frame: FrameType) -> str | None:
         """Why a call in the body could have an effect the trace does not see; None when none could."""
         kinds: dict[str, object] = {}
-        # the suffix too where the else reads values in its places: it must not change them before
-        for stmt in site.body + (site.suffix if site.substitutes else ()):
+        for stmt in site.checked:
             value = getattr(stmt, "value", None)
             if value is None or isinstance(stmt, ast.Expr):
                 continue
