@@ -1,7 +1,7 @@
 """Issue 39's size branches on real library models: torch.export and shapeproof.export side by side.
 
     python -m bench.branch_idioms [--models focalnet,vit | --all] [--exporters torch,shapeproof]
-                                  [--specs named,auto] [--out DIR] [--branches]
+                                  [--specs named,auto] [--out DIR] [--branches] [--workers N]
 
 Each model of ``branch_models.py`` (transformers, and timm where it imports) is built from a small
 config with random weights, then exported with both exporters in this one process, under two spec
@@ -96,11 +96,14 @@ def _cut(text: str, width: int = 150) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def _export(exporter: str, model, args, spec) -> tuple:
-    """(program or None, status, seconds, traces, note) of one export."""
+def _export(exporter: str, model, args, spec, workers: int | None = None) -> tuple:
+    """(program or None, status, seconds, traces, note) of one export; shapeproof's traces side by side
+    (``workers``) count too."""
     import shapeproof
+    from shapeproof.export.trace_pool import children_started
 
     gc.collect()                    # a pending full collection would land in this export's time
+    forked = children_started()
     with warnings.catch_warnings(), counting_traces() as calls:
         warnings.simplefilter("ignore")       # the libraries' own; shapeproof's are in result.warnings
         start = time.perf_counter()
@@ -109,12 +112,14 @@ def _export(exporter: str, model, args, spec) -> tuple:
                 program = torch.export.export(model, args, dynamic_shapes=spec, strict=False)
                 notes = []
             else:
-                result = shapeproof.export_with_report(model, args, dynamic_shapes=spec)
+                result = shapeproof.export_with_report(model, args, dynamic_shapes=spec, workers=workers)
                 program, notes = result.program, list(result.warnings)
             seconds = time.perf_counter() - start
         except Exception as exc:    # a failing export is a row too
-            return None, type(exc).__name__, time.perf_counter() - start, calls[0], failure_note(exc)
-    return program, "exported", seconds, calls[0], _first_line(notes[0]) if notes else ""
+            traces = calls[0] + children_started() - forked
+            return None, type(exc).__name__, time.perf_counter() - start, traces, failure_note(exc)
+    traces = calls[0] + children_started() - forked
+    return program, "exported", seconds, traces, _first_line(notes[0]) if notes else ""
 
 
 def references(m: IdiomModel, pristine) -> list:
@@ -153,7 +158,7 @@ def sweep_program(m: IdiomModel, program, expected: list) -> tuple[int, int, str
     return accepted, matched, " ".join(missed)
 
 
-def run_model(m: IdiomModel, exporters=EXPORTERS, specs=SPECS, echo=None) -> list[Row]:
+def run_model(m: IdiomModel, exporters=EXPORTERS, specs=SPECS, echo=None, workers=None) -> list[Row]:
     pristine = m.build()
     with torch.no_grad():
         for point in m.warm:
@@ -168,7 +173,7 @@ def run_model(m: IdiomModel, exporters=EXPORTERS, specs=SPECS, echo=None) -> lis
     for style in specs:
         for exporter in exporters:
             program, status, seconds, traces, note = _export(exporter, copy.deepcopy(pristine), args,
-                                                             m.spec(style))
+                                                             m.spec(style), workers)
             row = Row(m.name, m.idiom, style, exporter, status, round(seconds, 2), traces, runs, note=note)
             if program is not None:
                 row.accepted, row.matched, row.missed = sweep_program(m, program, expected)
@@ -214,6 +219,8 @@ def main(argv=None) -> int:
     parser.add_argument("--specs", default=",".join(SPECS))
     parser.add_argument("--out", help="directory for branch_idioms.md and branch_idioms.csv")
     parser.add_argument("--branches", action="store_true", help="print the models' branches and exit")
+    parser.add_argument("--workers", type=int,
+                        help="shapeproof's traces side by side (default: one per core)")
     args = parser.parse_args(argv)
     models = all_models()
     if args.models:
@@ -233,7 +240,7 @@ def main(argv=None) -> int:
     rows: list[Row] = []
     for m in models:
         rows += run_model(m, args.exporters.split(","), args.specs.split(","),
-                          echo=lambda r: print(markdown([r])[-1], flush=True))
+                          echo=lambda r: print(markdown([r])[-1], flush=True), workers=args.workers)
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,7 @@ from shapeproof.tracer.module_state import ModuleState
 from .acceptance import Acceptance, judge, share_note
 from .errors import ExportError
 from .narrow import NOT_WORTH_A_TRACE, widest_single_program
+from .trace_pool import EXECUTORS, workers_of
 from .regions import (
     TRACES_PER_REGION, RegionSearch, accepted_sizes, bound_arguments, canonical, data_dependent_cause,
     python_guard, search_regions, set_input_checks, trace, variable_sources,
@@ -104,7 +105,8 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
                        preserve_module_call_signature: tuple[str, ...] = (),
                        prefer_deferred_runtime_asserts_over_guards: bool = False, strategy="cascade",
                        timeout: float = DEFAULT_TIMEOUT, split: bool = False, max_regions: int = 8,
-                       time_budget: float | None = None, progress: bool = False) -> ExportResult:
+                       time_budget: float | None = None, progress: bool = False,
+                       workers: int | None = None, executor: str = "fork") -> ExportResult:
     """Like ``export``, returning the ``ExportResult`` (program, engine, guard report, time)."""
     _check_module(model)
     if strict:
@@ -117,6 +119,9 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
     stop_at = None if time_budget is None else start + time_budget
     # "torch": torch's own reasoning, which the solvers know only if asked
     chosen = strategy_named(strategy)
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {', '.join(map(repr, EXECUTORS))}, not {executor!r}")
+    workers = workers_of(executor) if workers is None else max(1, workers)
     first = trace(model, args, kwargs, spec, chosen, timeout, options)
     # later traces and probes run the model again; leave it as torch.export's one run at the example does
     after_first = ModuleState(model)
@@ -142,7 +147,8 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
             if first.program is None:
                 raise error() from first.failure
             search = _search(model, args, kwargs, spec, first, chosen, timeout, max_regions, split,
-                             one_program_only=not split, options=options, stop_at=stop_at, progress=progress)
+                             one_program_only=not split, options=options, stop_at=stop_at, progress=progress,
+                             workers=workers, executor=executor)
             if search.covered and len(search.regions) == 1:
                 # one program serves every trace: the violated guards only chose between code paths that
                 # compute the same function there (identical graphs, or identical up to exact identities)
@@ -183,7 +189,8 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
             search = _search(model, args, kwargs, spec, first, chosen, timeout, max_regions, split,
                              one_program_only=not split and not named, options=options, stop_at=stop_at,
                              progress=progress, max_total=WIDENING_TRACES if capped else None,
-                             widen_while=1 - NOT_WORTH_A_TRACE if capped and named else None)
+                             widen_while=1 - NOT_WORTH_A_TRACE if capped and named else None, workers=workers,
+                             executor=executor)
             if search.covered and len(search.regions) == 1:
                 return result(_serving(search), search, _warn(notes))
             if search.covered and split:
@@ -271,12 +278,12 @@ def _kept_like_torch(first, search: RegionSearch) -> tuple:
 
 
 def _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split, one_program_only,
-            options, stop_at, progress, max_total=None, widen_while=None):
+            options, stop_at, progress, max_total=None, widen_while=None, workers=1, executor="fork"):
     max_traces = TRACES_PER_REGION * max_regions if split else None
     return search_regions(model, args, kwargs, spec, first, strategy=strategy, timeout=timeout,
                           max_regions=max_regions, max_traces=max_traces, max_total=max_total,
                           one_program_only=one_program_only, options=options, stop_at=stop_at,
-                          progress=progress, widen_while=widen_while)
+                          progress=progress, widen_while=widen_while, workers=workers, executor=executor)
 
 
 def _serving(search: RegionSearch) -> ExportedProgram:
@@ -431,13 +438,14 @@ def _region_notes(search: RegionSearch, split: bool) -> list[str]:
 def export(mod: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dynamic_shapes=None,
            strict: bool = False, preserve_module_call_signature: tuple[str, ...] = (),
            prefer_deferred_runtime_asserts_over_guards: bool = False, strategy="cascade", split: bool = False,
-           max_regions: int = 8, time_budget: float | None = None,
-           progress: bool = False) -> ExportedProgram | SplitProgram:
+           max_regions: int = 8, time_budget: float | None = None, progress: bool = False,
+           workers: int | None = None, executor: str = "fork") -> ExportedProgram | SplitProgram:
     """Export ``mod`` like ``torch.export.export(..., strict=False)``, proving shape guards with shapeproof.
 
     Takes torch.export.export's arguments, by its names (``strict=True`` is
     traced non-strict, with a warning), plus shapeproof's own: ``strategy``,
-    ``split``, ``max_regions``, ``time_budget`` and ``progress``.
+    ``split``, ``max_regions``, ``time_budget``, ``progress``, ``workers`` and
+    ``executor``.
 
     Returns torch's own ``ExportedProgram`` (save/load, ``.module()`` and
     ``run_decompositions`` work as usual).  When a guard holds on part of the
@@ -460,13 +468,18 @@ def export(mod: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dyn
     error says so (naming the candidate once found) and
     what a larger ``time_budget`` would be for.
     ``progress=True`` shows the search's traces on stderr (needs tqdm).
+    ``workers`` bounds the traces a search runs side by side, in processes
+    forked from this one (default: one per core; 1 traces here only), or with
+    ``executor="ray"`` as Ray tasks (default: the cluster's CPUs; the model is
+    pickled to them).
     """
     deferred = prefer_deferred_runtime_asserts_over_guards
     return export_with_report(mod, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict,
                               preserve_module_call_signature=preserve_module_call_signature,
                               prefer_deferred_runtime_asserts_over_guards=deferred,
                               strategy=strategy, split=split, max_regions=max_regions,
-                              time_budget=time_budget, progress=progress).program
+                              time_budget=time_budget, progress=progress, workers=workers,
+                              executor=executor).program
 
 
 def _check_module(mod) -> None:

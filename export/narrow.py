@@ -35,6 +35,7 @@ from .regions import (
     COVERAGE_TIMEOUT,
     TRACES_PER_REGION,
     RegionSearch,
+    LocalTrace,
     Trace,
     canonical,
     input_sizes,
@@ -103,8 +104,8 @@ def _best_kept(violation) -> float:
 
 
 class _Narrower:
-    def __init__(self, model, args, kwargs, spec, first: Trace, search: RegionSearch, *, strategy, timeout,
-                 options, stop_at, max_traces):
+    def __init__(self, model, args, kwargs, spec, first: LocalTrace, search: RegionSearch, *, strategy,
+                 timeout, options, stop_at, max_traces):
         self.model, self.args, self.kwargs, self.spec = model, args, kwargs, spec
         assert search.programs is not None, "search_regions groups the traces it made"
         self.first, self.programs = first, search.programs
@@ -362,8 +363,8 @@ def _largest(holds, most: int) -> int:
     return low
 
 
-def widest_single_program(model, args, kwargs, spec, first: Trace, search: RegionSearch, *, strategy: str,
-                          timeout: float, options: dict | None, stop_at: float | None,
+def widest_single_program(model, args, kwargs, spec, first: LocalTrace, search: RegionSearch, *,
+                          strategy: str, timeout: float, options: dict | None, stop_at: float | None,
                           capped: bool = True) -> tuple[Narrowing | None, str | None]:
     """The widest verified spec restriction under which the first trace's program serves every input.
 

@@ -29,7 +29,7 @@ import sys
 import mmap
 import time
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 
 import sympy
 import torch
@@ -52,6 +52,9 @@ from .merge import Merge, copies_written, could_unify, serves
 from .program_terms import ProgramTerms
 from .progress import TraceProgress, point_str, wanted
 from .specs import dim_specs
+from .trace_pool import (
+    PATIENCE, SLACK, Child, RayTask, ShippedFailure, plain_fields, program_bytes, program_from,
+)
 
 # A coverage question is asked once per trace (seconds each) and unions of regions are
 # the hardest queries of an export (measured: a 437,500-point box over a Swin window
@@ -63,22 +66,27 @@ NEAR, NEAR_SLACK = 4, 64
 # Several traces often give one program (identical graphs, or a program that serves another trace's
 # region), so a search may take this many traces per program allowed, whatever else it counts.
 TRACES_PER_REGION = 3
+# Traces run side by side only where the first took this many seconds: a child's fork, and its program's
+# trip through torch.export.save and load, cost a few tenths of a second (measured on small models).
+SIDE_BY_SIDE_WORTH = 1.0
 # Below a page or so an anonymous map saves nothing over torch.zeros.
 _LAZY_ZEROS_BYTES = 1 << 16
 
-__all__ = ["set_input_checks", "Region", "RegionSearch", "Trace", "python_guard", "search_regions", "trace"]
+__all__ = ["set_input_checks", "LocalTrace", "Region", "RegionSearch", "Trace", "python_guard",
+           "search_regions", "trace"]
 
 
 @dataclass
 class Trace:
-    """One run of the exporter at one example point, and what the engine learned from it."""
+    """One run of the exporter at one example point, and what a region search reads of it.
+
+    A trace made in another process (``trace_pool.py``) is one of these; one
+    made here is a ``LocalTrace``, which keeps the engine that judged it too.
+    """
 
     point: dict[str, int]              # canonical variable -> value the example had
-    engine: ShapeEnv
-    torch_env: EngineShapeEnv
     program: torch.export.ExportedProgram | None
     failure: BaseException | None
-    report: GuardReport
     region: F.Formula | None           # None: the guards mention something that is not an input dim
     sizes: dict[str, Expr]             # torch's input source name -> canonical term
     ranges: dict[Symbol, tuple]        # canonical variable -> range reasoning starts from
@@ -89,6 +97,9 @@ class Trace:
     branches: list[F.Formula] = field(default_factory=list)      # the region's guards from Python branches
     followed_buffers: frozenset[int] = frozenset()   # ids of the buffers sizes were followed through
     unmerged: frozenset = frozenset()  # ``if``s (file, line) whose body must not be taken for every input
+    # torch's input checks that the engine did not judge (declared equalities between inputs, guards it
+    # could not read): what the program keeps once a region search has judged the rest
+    torch_checks: list[str] = field(default_factory=list)
 
     @cached_property
     def at(self) -> dict[Symbol, int]:
@@ -110,6 +121,15 @@ class Trace:
         graphs = [m.code for _, m in self.program.graph_module.named_modules()
                   if isinstance(m, torch.fx.GraphModule)]
         return "\n".join(graphs) + "\n" + str(self.program.graph_signature)
+
+
+@dataclass(kw_only=True)
+class LocalTrace(Trace):
+    """A trace made in this process, with the engine and torch shape environment that made it."""
+
+    engine: ShapeEnv
+    torch_env: EngineShapeEnv
+    report: GuardReport
 
 
 @dataclass
@@ -256,7 +276,8 @@ def _engine_term(torch_env: EngineShapeEnv, expr: Expr) -> Expr | None:
 
 
 def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout: float,
-          options: dict | None = None, after: Trace | None = None) -> Trace:
+          options: dict | None = None, after: LocalTrace | None = None,
+          carried: tuple[frozenset[str], frozenset] | None = None) -> LocalTrace:
     """Export once with the engine deciding shapes; never raises for shape reasons (the caller decides).
 
     ``options`` are torch.export.export's own keyword arguments, passed through.  ``after`` is an
@@ -267,7 +288,9 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
     sizes go through are followed only if the trace fails on a data-dependent size without them
     (EnCodec keeps its strides in int64 buffers).  A followed value becomes a runtime assert that the
     buffer still holds it, which a program that mutates the buffer (a step counter) breaks at its next
-    call, so those are never followed.
+    call, so those are never followed.  ``carried`` continues an earlier trace made in another process
+    (Ray's, which shares no memory with this one): the names of the buffers it followed, and the ``if``s
+    it did not merge.
     """
     if after is not None:
         after.started_from.restore()
@@ -275,8 +298,12 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
     solver = after.engine.solver if after is not None else Solver(timeout)   # shared by the retries below
     start = time.perf_counter()
     candidates = small_buffers(model)
-    followed = frozenset() if after is None else after.followed_buffers
-    unmerged = frozenset() if after is None else after.unmerged
+    followed: frozenset[int] = frozenset()
+    unmerged: frozenset = frozenset()
+    if after is not None:
+        followed, unmerged = after.followed_buffers, after.unmerged
+    elif carried is not None:
+        followed, unmerged = buffer_ids(model, carried[0]), carried[1]
 
     def export_once():
         """One export; again without the branch merges it finds unsound (each attempt refuses at least
@@ -292,7 +319,7 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
             started_from.restore()
 
     engine, torch_env, program, failure = export_once()
-    if after is None and data_dependent_cause(failure) is not None and candidates:
+    if after is None and carried is None and data_dependent_cause(failure) is not None and candidates:
         followed = frozenset(candidates)
         started_from.restore()
         engine, torch_env, program, failure = export_once()
@@ -315,11 +342,15 @@ def trace(model, args: tuple, kwargs: dict | None, spec, strategy: str, timeout:
             point[canon[s].name] = info.hint
     symbols = symbol_terms(torch_env, canon)
     sizes = _sizes(torch_env, symbols)
+    torch_checks = []
     if program is not None:
         _set_checks(program, getattr(program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE) + derived_dim_checks(sizes))
         label_size_asserts(program, torch_env.size_tracker)
-    return Trace(point, engine, torch_env, program, failure, report, region, sizes, ranges, declared, seconds,
-                 started_from, symbols, [g for g, branch in parts or () if branch], followed, unmerged)
+        torch_checks = torch_env.input_checks(program.graph_module, drop_mirrored=True)
+    branches = [g for g, branch in parts or () if branch]
+    return LocalTrace(point, program, failure, region, sizes, ranges, declared, seconds, started_from,
+                      symbols, branches, followed, unmerged, torch_checks,
+                      engine=engine, torch_env=torch_env, report=report)
 
 
 def unmerged_after(torch_env: EngineShapeEnv, program) -> frozenset:
@@ -360,6 +391,14 @@ def _mutated_buffers(model, program) -> frozenset[int]:
     by_name = dict(model.named_buffers(remove_duplicate=False))
     written = program.graph_signature.buffers_to_mutate.values()
     return frozenset(id(by_name[name]) for name in written if name in by_name)
+
+
+def buffer_names(model, ids: frozenset[int]) -> frozenset[str]:
+    return frozenset(name for name, b in model.named_buffers(remove_duplicate=False) if id(b) in ids)
+
+
+def buffer_ids(model, names: frozenset[str]) -> frozenset[int]:
+    return frozenset(id(b) for name, b in model.named_buffers(remove_duplicate=False) if name in names)
 
 
 def data_dependent_cause(exc: BaseException | None) -> TorchDataDependentError | None:
@@ -446,14 +485,18 @@ def lazy_zeros(shape: list[int], dtype: torch.dtype, device: torch.device) -> to
 
 # ---------------------------------------------------------------------------- the search
 
-def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, timeout: float,
+def search_regions(model, args, kwargs, spec, first: LocalTrace, *, strategy: str, timeout: float,
                    max_regions: int, max_traces: int | None = None, max_total: int | None = None,
                    one_program_only: bool = False, options: dict | None = None, stop_at: float | None = None,
-                   progress: bool = False, widen_while: float | None = None) -> RegionSearch:
+                   progress: bool = False, widen_while: float | None = None,
+                   workers: int = 1, executor: str = "fork") -> RegionSearch:
     """Trace at points outside the regions found so far until they cover the declared ranges.
 
     No trace starts after ``stop_at`` (a ``time.perf_counter()`` value): the caller's time budget.
-    ``progress`` shows a bar of traces on stderr (``progress.py``).
+    ``progress`` shows a bar of traces on stderr (``progress.py``).  With ``workers`` above 1, up to that
+    many points are traced side by side (``trace_pool.py``, ``_more_points``), in forked children or, with
+    ``executor="ray"``, Ray tasks; a trace made there is read like one made here, in turn, if its point is
+    still outside every region by then.
 
     ``max_traces`` (default ``max_regions``) bounds the traces that no
     identity merged into an earlier program; ``max_total`` (default
@@ -473,72 +516,185 @@ def search_regions(model, args, kwargs, spec, first: Trace, *, strategy: str, ti
     bar = TraceProgress(wanted(progress), max_total)
     bar.traced(first.point, 1, first.seconds)
     failing = _where_the_model_fails(model, args, kwargs, first)
-    while True:
-        if failing is not None:
-            point, failure = failing
-            where = point_str({**first.point, **point})
-            search.reason = (f"at {where} the model itself fails (run at those shapes on fake tensors): "
-                             f"{_first_line(failure)}")
-            break
-        count = len(programs.groups)
-        if count > max_regions:
-            search.reason = f"more than max_regions={max_regions} distinct programs"
-            break
-        if one_program_only and count > 1 and not programs.may_unify():
-            search.reason = f"a second, different program was needed: {programs.apart()}"
-            break
-        regions = [t.region for t in search.traces if t.region is not None]
-        if len(regions) < len(search.traces):
-            search.reason = "a guard depends on something other than input sizes"
-            break
-        verdict = prove(F.disj(*regions), ranges=search.box, strategy=strategy,
-                        timeout=max(timeout, COVERAGE_TIMEOUT))
-        if verdict.proven:
-            search.covered = True
-            break
-        if not verdict.refuted:
-            search.reason = ("the solver could not decide whether the regions cover the ranges "
-                             f"({verdict.reason})")
-            break
-        spent = len(search.traces) >= max_total and not (
-            len(search.traces) < bound and _worth_widening(programs, regions, search.box, widen_while))
-        if len(search.traces) - programs.merged >= max_traces or spent:
-            search.reason = (f"{len(search.traces)} traces ({count} distinct programs) did not cover the "
-                             f"declared ranges (max_regions={max_regions})")
-            break
-        if stop_at is not None and time.perf_counter() >= stop_at:
-            search.reason = f"the time budget ran out after {len(search.traces)} traces"
-            break
-        assert verdict.counterexample is not None, "a refuted verdict has a counterexample"
-        counterexample = _next_point(first, regions, search.box, verdict.counterexample, strategy, timeout)
-        point = {**first.point, **counterexample}
-        tied = sorted(set(counterexample) - settable(first.sizes))
-        if tied:
-            search.reason = (f"no inputs realize {point_str(counterexample)}: torch ties "
-                             f"{', '.join(tied)} to other dims")
-            break
-        try:
-            new_args, new_kwargs = inputs_at(model, args, kwargs, input_sizes(first.sizes, point))
-        except (OSError, MemoryError, OverflowError) as exc:        # past int64: no tensor has that size
-            search.reason = f"inputs at {point_str(point)} do not fit in memory ({_first_line(exc)})"
-            break
-        found = trace(model, new_args, new_kwargs, spec, strategy, timeout, options, after=first)
-        search.traces.append(found)
-        if found.program is None:
-            assert found.failure is not None          # a trace without a program says why
-            search.reason = (f"at {point_str(found.point)} the model itself cannot be traced: "
-                             f"{_first_line(found.failure)}")
-            break
-        if found.region is None or truth(found.region, found.at) is not True:
-            search.reason = f"the trace at {point_str(found.point)} does not hold at its own example"
-            break
-        programs.add(found)
-        bar.traced(found.point, len(programs.groups), found.seconds)
+    pending: list[tuple[dict[str, int], Child | RayTask]] = []     # points traced elsewhere, in order
+    try:
+        while True:
+            if failing is not None:
+                point, failure = failing
+                where = point_str({**first.point, **point})
+                search.reason = (f"at {where} the model itself fails (run at those shapes on fake tensors): "
+                                 f"{_first_line(failure)}")
+                break
+            count = len(programs.groups)
+            if count > max_regions:
+                search.reason = f"more than max_regions={max_regions} distinct programs"
+                break
+            if one_program_only and count > 1 and not programs.may_unify():
+                search.reason = f"a second, different program was needed: {programs.apart()}"
+                break
+            regions = [t.region for t in search.traces if t.region is not None]
+            if len(regions) < len(search.traces):
+                search.reason = "a guard depends on something other than input sizes"
+                break
+            verdict = prove(F.disj(*regions), ranges=search.box, strategy=strategy,
+                            timeout=max(timeout, COVERAGE_TIMEOUT))
+            if verdict.proven:
+                search.covered = True
+                break
+            if not verdict.refuted:
+                search.reason = ("the solver could not decide whether the regions cover the ranges "
+                                 f"({verdict.reason})")
+                break
+            spent = len(search.traces) >= max_total and not (
+                len(search.traces) < bound and _worth_widening(programs, regions, search.box, widen_while))
+            if len(search.traces) - programs.merged >= max_traces or spent:
+                search.reason = (f"{len(search.traces)} traces ({count} distinct programs) did not cover the "
+                                 f"declared ranges (max_regions={max_regions})")
+                break
+            found = _answered(pending, F.neg(F.disj(*regions)), model, first, stop_at)
+            if found is None:
+                if stop_at is not None and time.perf_counter() >= stop_at:
+                    search.reason = f"the time budget ran out after {len(search.traces)} traces"
+                    break
+                assert verdict.counterexample is not None, "a refuted verdict has a counterexample"
+                counterexample = _next_point(first, regions, search.box, verdict.counterexample, strategy,
+                                             timeout)
+                point = {**first.point, **counterexample}
+                tied = sorted(set(counterexample) - settable(first.sizes))
+                if tied:
+                    search.reason = (f"no inputs realize {point_str(counterexample)}: torch ties "
+                                     f"{', '.join(tied)} to other dims")
+                    break
+                try:
+                    new_args, new_kwargs = inputs_at(model, args, kwargs, input_sizes(first.sizes, point))
+                except (OSError, MemoryError, OverflowError) as exc:    # past int64: no tensor has that size
+                    search.reason = f"inputs at {point_str(point)} do not fit in memory ({_first_line(exc)})"
+                    break
+                apart = len(search.traces) - programs.merged
+                room = min(max_total - len(search.traces), max_traces - apart)
+                side = min(workers, room) if first.seconds >= SIDE_BY_SIDE_WORTH else 1
+                for other, call in _more_points(model, args, kwargs, first, regions, search.box,
+                                                counterexample, side - 1, strategy, timeout):
+                    elsewhere = _side_trace(executor, model, call, spec, strategy, timeout, options, first)
+                    pending.append((other, elsewhere))
+                found = trace(model, new_args, new_kwargs, spec, strategy, timeout, options, after=first)
+            search.traces.append(found)
+            if found.program is None:
+                assert found.failure is not None          # a trace without a program says why
+                search.reason = (f"at {point_str(found.point)} the model itself cannot be traced: "
+                                 f"{_first_line(found.failure)}")
+                break
+            if found.region is None or truth(found.region, found.at) is not True:
+                search.reason = f"the trace at {point_str(found.point)} does not hold at its own example"
+                break
+            programs.add(found)
+            bar.traced(found.point, len(programs.groups), found.seconds)
+    finally:
+        for _, child in pending:
+            child.end()
     bar.close()
     search.regions = _regions(programs.groups, search.box)
     search.merges = programs.log
     search.programs = programs
     return search
+
+
+def _side_trace(executor: str, model, call: tuple[tuple, dict], spec, strategy: str, timeout: float,
+                options: dict | None, first: LocalTrace) -> Child | RayTask:
+    """A trace at ``call``'s inputs, continuing ``first``, under way in a forked child or a Ray task."""
+    if executor == "ray":
+        first.started_from.restore()          # Ray pickles the model as it is now
+        carried = (buffer_names(model, first.followed_buffers), first.unmerged)
+        return RayTask(traced_elsewhere, model, *call, spec, strategy, timeout, options, carried)
+    run = partial(trace, model, *call, spec, strategy, timeout, options, after=first)
+    return Child(run, partial(_shipped, model=model))
+
+
+def traced_elsewhere(model, args: tuple, kwargs: dict, spec, strategy: str, timeout: float,
+                     options: dict | None, carried: tuple[frozenset[str], frozenset]) -> dict:
+    """A Ray task: a trace continuing ``carried`` (``trace``), shipped."""
+    return _shipped(trace(model, args, kwargs, spec, strategy, timeout, options, carried=carried), model)
+
+
+def _answered(pending: list[tuple[dict[str, int], Child | RayTask]], outside: F.Formula, model,
+              first: LocalTrace, stop_at: float | None) -> Trace | None:
+    """The trace of the first child in ``pending`` whose point is still ``outside`` the regions, once it
+    answers (None: no child answered); children whose points the regions now cover are ended unread."""
+    while pending:
+        point, child = pending.pop(0)
+        if truth(outside, {symbol(k): v for k, v in point.items()}) is not True:
+            child.end()
+            continue
+        until = child.started + PATIENCE * first.seconds + SLACK
+        data = child.answer(until if stop_at is None else min(until, max(stop_at, time.perf_counter())))
+        if data is not None:
+            return _unshipped(data, model, first.started_from)
+    return None
+
+
+def _more_points(model, args, kwargs, first: LocalTrace, regions: list[F.Formula], box: dict,
+                 counterexample: dict, count: int, strategy: str, timeout: float) -> list[tuple[dict, tuple]]:
+    """Up to ``count`` more points to trace beside ``counterexample``, each with its inputs: each outside
+    the regions and outside the *cell* of every point chosen before it (where the first trace's guards
+    fall as they do at that point, the region its trace will most likely have), so that each trace side by
+    side likely finds a region of its own."""
+    points: list[tuple[dict, tuple]] = []
+    guessed, last = list(regions), counterexample
+    for _ in range(count):
+        guessed.append(_cell(first, {**first.point, **last}))
+        verdict = prove(F.disj(*guessed), ranges=box, strategy=strategy, timeout=timeout)
+        if not verdict.refuted or not verdict.counterexample:
+            break
+        last = _next_point(first, guessed, box, verdict.counterexample, strategy, timeout)
+        point = {**first.point, **last}
+        if set(last) - settable(first.sizes):
+            break
+        try:
+            points.append((point, inputs_at(model, args, kwargs, input_sizes(first.sizes, point))))
+        except (OSError, MemoryError, OverflowError):
+            break
+    return points
+
+
+def _cell(first: LocalTrace, point: dict[str, int]) -> F.Formula:
+    """The first trace's guards, each as it falls at ``point`` (those it cannot judge there left out)."""
+    at = {symbol(k): v for k, v in point.items()}
+    guards = first.region.args if isinstance(first.region, F.And) else (first.region,)
+    sides = []
+    for guard in guards:
+        holds = truth(guard, at) if guard is not None else None
+        if holds is not None:
+            sides.append(guard if holds else F.neg(guard))
+    return F.conj(*sides)
+
+
+# what a trace made in a child (or a Ray task) keeps there: its engine and torch's shape environment
+# (``Trace`` has neither), the model state it started from (the search's is the same), and objects that
+# do not pickle as they are (the program goes as bytes, a failure as its first line)
+_LEFT_IN_THE_CHILD = {"engine", "torch_env", "report", "started_from", "program", "failure"}
+
+
+def _shipped(t: LocalTrace, model) -> dict:
+    """The plain data of ``t``, pickled to the search's process; buffers by name, not by object."""
+    data = plain_fields(t, _LEFT_IN_THE_CHILD)
+    data["followed_buffers"] = buffer_names(model, t.followed_buffers)
+    data["program"] = None if t.program is None else program_bytes(t.program)
+    data["program_checks"] = getattr(t.program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE, None)
+    data["failure"] = None if t.failure is None else _first_line(t.failure)
+    return data
+
+
+def _unshipped(data: dict, model, started_from: ModuleState) -> Trace:
+    """A trace from ``_shipped`` data; its program holds ``model``'s own weights (``program_from``)."""
+    data = dict(data)
+    data["followed_buffers"] = buffer_ids(model, data["followed_buffers"])
+    shipped, checks, failure = data.pop("program"), data.pop("program_checks"), data.pop("failure")
+    program = None
+    if shipped is not None:
+        program = program_from(shipped, model)
+        _set_checks(program, checks)
+    return Trace(program=program, failure=None if failure is None else ShippedFailure(failure),
+                 started_from=started_from, **data)
 
 
 def _worth_widening(programs: Programs, regions: list[F.Formula], box: dict, share: float | None) -> bool:
@@ -612,7 +768,7 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:300]}"
 
 
-def _where_the_model_fails(model, args, kwargs, first: Trace) -> tuple[dict, Exception] | None:
+def _where_the_model_fails(model, args, kwargs, first: LocalTrace) -> tuple[dict, Exception] | None:
     """A counterexample of the first trace's guards where the model does not even run, with its exception
     (``probe.py``).
 
@@ -786,8 +942,8 @@ def set_input_checks(t: Trace, region_check: str | None = None) -> None:
     between inputs, guards it could not read) stay.
     """
     assert t.program is not None, "only a trace that gave a program checks inputs"
-    checks = t.torch_env.input_checks(t.program.graph_module, drop_mirrored=True)
-    _set_checks(t.program, checks + derived_dim_checks(t.sizes) + ([region_check] if region_check else []))
+    region_checks = [region_check] if region_check else []
+    _set_checks(t.program, t.torch_checks + derived_dim_checks(t.sizes) + region_checks)
 
 
 def _set_checks(program, checks: list[str]) -> None:

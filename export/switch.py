@@ -40,11 +40,12 @@ _exporting = contextvars.ContextVar("shapeproof_exporting", default=False)
 
 @contextlib.contextmanager
 def engine(strategy: str = "cascade", split: bool = False, max_regions: int = 8,
-           time_budget: float | None = None, progress: bool = False) -> Iterator[None]:
+           time_budget: float | None = None, progress: bool = False, workers: int | None = None,
+           executor: str = "fork") -> Iterator[None]:
     """Within the block, ``torch.export.export``/``draft_export`` export with shapeproof's engine.
 
-    ``strategy``, ``split``, ``max_regions``, ``time_budget`` and ``progress`` are
-    ``shapeproof.export``'s, applied to every export the block runs (the
+    ``strategy``, ``split``, ``max_regions``, ``time_budget``, ``progress``,
+    ``workers`` and ``executor`` are ``shapeproof.export``'s, applied to every export the block runs (the
     budget bounds each export's region search, not the block).
     ``strict=True`` is traced non-strict (with a warning), as in
     ``shapeproof.export``.  With ``split=True`` a model that needs several
@@ -54,7 +55,8 @@ def engine(strategy: str = "cascade", split: bool = False, max_regions: int = 8,
     returns carries an empty draft-export report (nothing was assumed).
     """
     options: dict[str, Any] = dict(strategy=strategy, split=split, max_regions=max_regions,
-                                   time_budget=time_budget, progress=progress)
+                                   time_budget=time_budget, progress=progress, workers=workers,
+                                   executor=executor)
     saved = {name: getattr(torch.export, name) for name in ("export", "draft_export")}
 
     def run(name: str, mod, args, kwargs, **export_kwargs) -> Any:

@@ -104,6 +104,17 @@ _idle: list[_Helper] = []
 _lock = threading.Lock()
 
 
+def _forget_the_parents() -> None:
+    """In a forked child: the parent's helpers are not the child's to use, and another thread of the
+    parent may have held the lock at the fork, which no thread of the child would ever release."""
+    global _lock
+    _lock = threading.Lock()
+    _idle.clear()
+
+
+os.register_at_fork(after_in_child=_forget_the_parents)
+
+
 def _take() -> _Helper:
     with _lock:
         while _idle:

@@ -1,0 +1,199 @@
+"""Traces side by side: one in this process, the others in processes forked from it (or Ray's).
+
+A region search that needs several more traces picks several points at once
+(``regions.py``): it traces the first itself and forks a child for each of
+the others.  Forking after the model is built gives every child the model,
+the first trace and the solver's answers so far (copy on write); nothing is
+pickled on the way in.  Each child sends its trace
+back as its program (``torch.export.save`` bytes, the format torch reads its
+own programs from) and the plain data of a ``Trace``: region, sizes, terms.
+Its engine and torch's shape environment stay behind: of a later trace the
+search reads only the program, its region and its input checks, and the
+child computes those checks before sending.
+
+A child's point is speculative: the search reads its trace only if the
+regions found meanwhile leave the point uncovered, and ends it otherwise.  A
+child that fails, overruns its time, or traces a program torch cannot
+serialize answers nothing; the search traces on here, and only the child's
+time is lost.
+
+Where the caller asks for it (``executor="ray"``), the other traces are Ray
+tasks instead (``RayTask``), answered the same way.
+"""
+from __future__ import annotations
+
+import io
+import multiprocessing
+import os
+import pickle
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import fields
+from typing import TypeVar
+
+import torch
+from multiprocessing.connection import Connection
+
+__all__ = ["EXECUTORS", "Child", "RayTask", "ShippedFailure", "available_workers", "children_started",
+           "plain_fields", "program_bytes", "program_from", "workers_of"]
+
+EXECUTORS = ("fork", "ray")
+
+Made = TypeVar("Made")
+# a child may take this many times as long as the export's first trace, plus SLACK seconds, from its start:
+# its point may be several times larger, and it shares the machine
+PATIENCE, SLACK = 4.0, 30.0
+# a child's scheduling priority below its parent's (its Z3 helpers inherit it)
+NICENESS = 5
+
+
+class ShippedFailure(Exception):
+    """Why a child's trace gave no program, as its first line read in the child (exceptions need not
+    pickle)."""
+
+
+def available_workers() -> int:
+    """Processes that may trace at once: one per core this process may run on, where ``fork`` exists."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:             # no affinity call (macOS)
+        return os.cpu_count() or 1
+
+
+_started = 0
+
+
+def children_started() -> int:
+    """Children this process has forked to trace so far (benchmarks count their traces too)."""
+    return _started
+
+
+class Child:
+    """``ship(run())`` under way in a process forked from this one.
+
+    Its answer is plain data pickled between this process and its own child
+    only; it is read when the caller needs it, so a child whose work turned
+    out not to be needed is ended without being waited for.
+    """
+
+    def __init__(self, run: Callable[[], Made], ship: Callable[[Made], dict]):
+        global _started
+        _started += 1
+        context = multiprocessing.get_context("fork")
+        self.reader, writer = context.Pipe(duplex=False)
+        self.process = context.Process(target=_child_main, args=(run, ship, writer), daemon=True)
+        self.started = time.perf_counter()
+        self.process.start()
+        writer.close()
+
+    def answer(self, until: float) -> dict | None:
+        """The shipped data; None if the child failed or has not answered by ``until`` (a
+        ``time.perf_counter()`` value; it is ended then)."""
+        data = b""
+        try:
+            if self.reader.poll(max(0.0, until - time.perf_counter())):
+                data = self.reader.recv_bytes()
+        except (EOFError, OSError):
+            pass
+        self.end()
+        return pickle.loads(data) if data else None
+
+    def end(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join()
+        self.reader.close()
+
+
+class RayTask:
+    """``function(*args)`` as a task of the Ray cluster ``ray.init()`` connects to (one started on this
+    machine unless ``RAY_ADDRESS`` names one or the caller started Ray), answered like a ``Child``.
+
+    Ray's workers share no memory with this process: the arguments (the model
+    too) are pickled by Ray, and ``function`` must be importable there.
+    """
+
+    def __init__(self, function: Callable[..., dict], *args):
+        ray = ray_module()
+        self.started = time.perf_counter()
+        self.ref = ray.remote(num_cpus=1, max_retries=0)(function).remote(*args)
+
+    def answer(self, until: float) -> dict | None:
+        ray = ray_module()
+        done, _ = ray.wait([self.ref], timeout=max(0.0, until - time.perf_counter()))
+        if not done:
+            self.end()
+            return None
+        try:
+            return ray.get(self.ref)
+        except Exception:              # noqa: BLE001 -- a task that failed answers nothing
+            return None
+
+    def end(self) -> None:
+        ray = ray_module()
+        done, _ = ray.wait([self.ref], timeout=0)
+        if not done:
+            ray.cancel(self.ref, force=True)
+
+
+def ray_module():
+    """Ray, started on this machine if nothing started it (its workers import what this process can)."""
+    try:
+        import ray
+    except ImportError:
+        raise ImportError('executor="ray" needs Ray: pip install "ray>=2.40" (or shapeproof[ray])') from None
+    if not ray.is_initialized():
+        path = os.pathsep.join(p for p in sys.path if p)
+        here = not os.environ.get("RAY_ADDRESS")
+        ray.init(runtime_env={"env_vars": {"PYTHONPATH": path}}, log_to_driver=False,
+                 include_dashboard=False if here else None)
+    return ray
+
+
+def workers_of(executor: str) -> int:
+    """Traces side by side an executor allows by default: the cores here, or the CPUs of Ray's cluster."""
+    if executor == "ray":
+        return max(1, int(ray_module().cluster_resources().get("CPU", 1)))
+    return available_workers()
+
+
+def _child_main(run, ship, writer: Connection) -> None:
+    torch.set_num_threads(1)           # the machine's cores are the pool's; a trace computes little
+    os.nice(NICENESS)                  # speculative: the search's own trace goes first where cores are short
+    try:
+        data = pickle.dumps(ship(run()), protocol=pickle.HIGHEST_PROTOCOL)
+    except BaseException:              # noqa: BLE001 -- the child answers nothing; the search goes on
+        data = b""
+    writer.send_bytes(data)
+    writer.close()
+
+
+# ---------------------------------------------------------------------------- programs as bytes
+
+def program_bytes(program: torch.export.ExportedProgram) -> bytes:
+    buffer = io.BytesIO()
+    torch.export.save(program, buffer)
+    return buffer.getvalue()
+
+
+def program_from(data: bytes, model: torch.nn.Module) -> torch.export.ExportedProgram:
+    """A shipped program, holding ``model``'s own parameters and buffers again, as torch.export's program
+    does (a loaded one holds copies, which later changes to the model would not reach)."""
+    program = torch.export.load(io.BytesIO(data))
+    own = {**dict(model.named_parameters(remove_duplicate=False)),
+           **dict(model.named_buffers(remove_duplicate=False))}
+    for table in (program.state_dict, program.constants):
+        for name, tensor in table.items():
+            mine = own.get(name)
+            if (isinstance(tensor, torch.Tensor) and mine is not None and mine.shape == tensor.shape
+                    and mine.dtype == tensor.dtype and type(mine) is type(tensor)):
+                table[name] = mine
+    return program
+
+
+def plain_fields(record, leave: set[str]) -> dict:
+    """A dataclass's fields by name, without those in ``leave``."""
+    return {f.name: getattr(record, f.name) for f in fields(record) if f.name not in leave}
