@@ -678,8 +678,7 @@ def _shipped(t: LocalTrace, model) -> dict:
     """The plain data of ``t``, pickled to the search's process; buffers by name, not by object."""
     data = plain_fields(t, _LEFT_IN_THE_CHILD)
     data["followed_buffers"] = buffer_names(model, t.followed_buffers)
-    data["program"] = None if t.program is None else program_bytes(t.program)
-    data["program_checks"] = getattr(t.program, EXPORTED_PROGRAM_GUARDS_ATTRIBUTE, None)
+    data["program"] = None if t.program is None else program_bytes(t.program, model)
     data["failure"] = None if t.failure is None else _first_line(t.failure)
     return data
 
@@ -688,11 +687,8 @@ def _unshipped(data: dict, model, started_from: ModuleState) -> Trace:
     """A trace from ``_shipped`` data; its program holds ``model``'s own weights (``program_from``)."""
     data = dict(data)
     data["followed_buffers"] = buffer_ids(model, data["followed_buffers"])
-    shipped, checks, failure = data.pop("program"), data.pop("program_checks"), data.pop("failure")
-    program = None
-    if shipped is not None:
-        program = program_from(shipped, model)
-        _set_checks(program, checks)
+    shipped, failure = data.pop("program"), data.pop("failure")
+    program = None if shipped is None else program_from(shipped, model)
     return Trace(program=program, failure=None if failure is None else ShippedFailure(failure),
                  started_from=started_from, **data)
 

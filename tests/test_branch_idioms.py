@@ -80,3 +80,18 @@ def test_one_model_through_the_harness():
     assert "x32,32" in torch_row.missed
     lines = branch_idioms.markdown(rows)
     assert len(lines) == 4 and lines[2].startswith("| vit | 2 resize | named | torch | yes |")
+
+
+@pytest.mark.slow
+def test_the_trace_pool_table_has_a_row_per_workers_count(tmp_path, capsys):
+    from bench import trace_pool
+
+    assert trace_pool.main(["--models", "w2v_bert_rotary", "--split", "no", "--workers", "1,2",
+                            "--out", str(tmp_path)]) == 0
+    rows = (tmp_path / "trace_pool.md").read_text().splitlines()[2:]
+    assert [r.split(" | ")[3] for r in rows] == ["1", "2"]
+    for row in rows:
+        cells = row.strip("| ").split(" | ")
+        assert cells[4] == "yes" and int(cells[6]) >= 1               # exported, and some trace was made
+        assert int(cells[10]) == int(cells[9]) > 0                    # every accepted size matches eager
+    assert capsys.readouterr().out.count("| w2v_bert_rotary |") == 2

@@ -1,6 +1,7 @@
 """Traces side by side: a region search traces several points at once, the others in forked children."""
 from __future__ import annotations
 
+import io
 import multiprocessing
 import os
 import time
@@ -126,6 +127,12 @@ def test_a_shipped_trace_reads_as_the_trace_it_was(always_side_by_side):
     assert back.program.state_dict["shift"] is model.shift
     x = torch.randn(2, 6, 4)
     assert torch.equal(back.program.module()(x), model(x))
+    # and it is torch's program in every other way: it saves, loads and decomposes
+    buffer = io.BytesIO()
+    torch.export.save(back.program, buffer)
+    buffer.seek(0)
+    assert torch.equal(torch.export.load(buffer).module()(x), model(x))
+    assert torch.equal(back.program.run_decompositions().module()(x), model(x))
 
 
 def test_a_failure_in_a_child_comes_back_as_its_first_line():

@@ -33,6 +33,11 @@ from torch.export._draft_export import DraftExportReport
 from torch.export.dynamic_shapes import _DerivedDim as DerivedDim
 from torch.export.exported_program import _convert_guards_to_code as convert_guards_to_code
 from torch.fx.experimental.sym_node import SymNode
+# graph modules with their fake tensors and symbolic sizes, pickled (trace_pool ships a child's program so)
+from torch.fx._graph_pickler import GraphPickler, Options as GraphPicklerOptions
+from torch.fx._graph_pickler import _GraphUnpickler as GraphUnpickler, _UnpickleState as GraphUnpickleState
+from torch.fx._graph_pickler import _ShapeEnvPickleData as ShapeEnvPickleData
+from torch.fx._graph_pickler import patch_pytree_map_over_slice as graph_pickling
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, RelaxedUnspecConstraint
 from torch.fx.experimental.symbolic_shapes import StrictMinMaxConstraint, uninteresting_files
 from torch.fx.experimental.symbolic_shapes import ShapeEnv as TorchShapeEnv
@@ -71,6 +76,9 @@ PINNED = {
     "compiling_state_context": compiling_state_context,
     "RoundToInt": RoundToInt, "SymNode": SymNode, "FloatPow": FloatPow,
     "OpaqueUnaryFn_sqrt": OpaqueUnaryFn_sqrt, "check": check, "contiguous_strides": contiguous_strides,
+    "GraphPickler": GraphPickler, "GraphPicklerOptions": GraphPicklerOptions,
+    "GraphUnpickler": GraphUnpickler, "GraphUnpickleState": GraphUnpickleState,
+    "ShapeEnvPickleData": ShapeEnvPickleData, "graph_pickling": graph_pickling,
 }
 # Private ATen operators (a leading underscore), each pinned by the name torch prints it with.
 _aten = torch.ops.aten
