@@ -627,8 +627,12 @@ def _answered(pending: list[tuple[dict[str, int], Child | RayTask]], outside: F.
             continue
         until = child.started + PATIENCE * first.seconds + SLACK
         data = child.answer(until if stop_at is None else min(until, max(stop_at, time.perf_counter())))
-        if data is not None:
+        if data is None:
+            continue
+        try:
             return _unshipped(data, model, first.started_from)
+        except Exception:                   # noqa: BLE001 -- a program that does not load is no answer
+            continue
     return None
 
 

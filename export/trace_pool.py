@@ -4,18 +4,17 @@ A region search that needs several more traces picks several points at once
 (``regions.py``): it traces the first itself and forks a child for each of
 the others.  Forking after the model is built gives every child the model,
 the first trace and the solver's answers so far (copy on write); nothing is
-pickled on the way in.  Each child sends its trace
-back as its program (pickled by torch's own pickler of graph modules, with the
-model's weights by name) and the plain data of a ``Trace``: region, sizes,
-terms.
-Its engine and torch's shape environment stay behind: of a later trace the
-search reads only the program, its region and its input checks, and the
-child computes those checks before sending.
+pickled on the way in.  Each child sends its trace back as its program
+(pickled by torch's own pickler of graph modules, the model's weights by
+name) and the plain data of a ``Trace``: region, sizes, terms.  Its engine
+and torch's shape environment stay behind: of a later trace the search reads
+only the program, its region and its input checks, and the child computes
+those checks before sending.
 
 A child's point is speculative: the search reads its trace only if the
 regions found meanwhile leave the point uncovered, and ends it otherwise.  A
-child that fails, overruns its time, or traces a program torch cannot
-serialize answers nothing; the search traces on here, and only the child's
+child that fails, overruns its time, or traces a program that does not pickle
+(or load) answers nothing; the search traces on here, and only the child's
 time is lost.
 
 Where the caller asks for it (``executor="ray"``), the other traces are Ray
