@@ -28,7 +28,9 @@ import os
 import pickle
 import sys
 import time
+import warnings
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import fields
 from typing import TypeVar
 
@@ -224,8 +226,17 @@ def _tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
             **dict(model.named_buffers(remove_duplicate=False))}
 
 
+@contextmanager
+def _pickling_programs():
+    """torch's pickling of graph modules, without the FutureWarning its own pytree specs raise as they are
+    pickled and unpickled (``isinstance(treespec, LeafSpec)``: torch's code, not the user's)."""
+    with graph_pickling(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*LeafSpec.*", category=FutureWarning)
+        yield
+
+
 def program_bytes(program: torch.export.ExportedProgram, model: torch.nn.Module) -> bytes:
-    with graph_pickling(), io.BytesIO() as stream:
+    with _pickling_programs(), io.BytesIO() as stream:
         _ProgramPickler(stream, model).dump(program)
         return stream.getvalue()
 
@@ -233,7 +244,7 @@ def program_bytes(program: torch.export.ExportedProgram, model: torch.nn.Module)
 def program_from(data: bytes, model: torch.nn.Module) -> torch.export.ExportedProgram:
     """A shipped program; it holds ``model``'s own parameters and buffers, as torch.export's program does
     (the model in the process that reads it, matched by name)."""
-    with graph_pickling():
+    with _pickling_programs():
         program = _ProgramUnpickler(io.BytesIO(data), model).load()
     assert isinstance(program, torch.export.ExportedProgram), "a program was shipped"
     return program
