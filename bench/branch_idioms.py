@@ -100,10 +100,10 @@ def _export(exporter: str, model, args, spec, workers: int | None = None) -> tup
     """(program or None, status, seconds, traces, note) of one export; shapeproof's traces side by side
     (``workers``) count too."""
     import shapeproof
-    from shapeproof.export.trace_pool import children_started
+    from shapeproof.export.trace_pool import started_elsewhere
 
     gc.collect()                    # a pending full collection would land in this export's time
-    forked = children_started()
+    elsewhere = started_elsewhere()
     with warnings.catch_warnings(), counting_traces() as calls:
         warnings.simplefilter("ignore")       # the libraries' own; shapeproof's are in result.warnings
         start = time.perf_counter()
@@ -116,9 +116,9 @@ def _export(exporter: str, model, args, spec, workers: int | None = None) -> tup
                 program, notes = result.program, list(result.warnings)
             seconds = time.perf_counter() - start
         except Exception as exc:    # a failing export is a row too
-            traces = calls[0] + children_started() - forked
+            traces = calls[0] + started_elsewhere() - elsewhere
             return None, type(exc).__name__, time.perf_counter() - start, traces, failure_note(exc)
-    traces = calls[0] + children_started() - forked
+    traces = calls[0] + started_elsewhere() - elsewhere
     return program, "exported", seconds, traces, _first_line(notes[0]) if notes else ""
 
 

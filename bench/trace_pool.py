@@ -6,10 +6,11 @@
 Each model of ``branch_models.py`` is built once (small config, random weights) and exported by
 shapeproof with each ``workers`` count in turn, in this one process, each export on a fresh deep copy
 after one warm-up export.  A row: exported or not, seconds, the traces made (``torch.export.export``
-calls here plus children forked), the traces the search read (``regions.traces``, from a child or
-not), the programs found, and for a program how many of the model's sweep sizes it accepts and
-matches eager at.  Searches that stop at the second program (no ``split``) show what speculation
-costs; ``split=True`` searches, which trace every program's region, show what it gains.
+calls here plus those started in children or Ray tasks), the traces the search read
+(``regions.traces``, from a child or not), the programs found, and for a program how many of the
+model's sweep sizes it accepts and matches eager at.  Searches that stop at the second program (no
+``split``) show what speculation costs; ``split=True`` searches, which trace every program's region,
+show what it gains.
 """
 from __future__ import annotations
 
@@ -32,10 +33,10 @@ HEADER = ["| model | spec | split | workers | exported | s | traces made | read 
 def _export(model, args, spec, split: bool, workers: int, executor: str):
     import shapeproof
     from shapeproof.export.regions import LocalTrace
-    from shapeproof.export.trace_pool import children_started
+    from shapeproof.export.trace_pool import started_elsewhere
 
     gc.collect()
-    forked = children_started()
+    elsewhere = started_elsewhere()
     with warnings.catch_warnings(), counting_traces() as calls:
         warnings.simplefilter("ignore")
         start = time.perf_counter()
@@ -46,7 +47,7 @@ def _export(model, args, spec, split: bool, workers: int, executor: str):
         except Exception as exc:            # a failing export is a row too
             status, program, search = f"no ({type(exc).__name__})", None, None
         seconds = time.perf_counter() - start
-    made = calls[0] + children_started() - forked
+    made = calls[0] + started_elsewhere() - elsewhere
     read = "-" if search is None else (f"{len(search.traces)} "
                                        f"({sum(not isinstance(t, LocalTrace) for t in search.traces)})")
     programs = "-" if search is None else str(len(search.regions))

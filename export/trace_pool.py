@@ -41,7 +41,7 @@ from shapeproof.tracer.torch_internals import (
     TorchShapeEnv, graph_pickling,
 )
 
-__all__ = ["EXECUTORS", "Child", "RayTask", "ShippedFailure", "available_workers", "children_started",
+__all__ = ["EXECUTORS", "Child", "RayTask", "ShippedFailure", "available_workers", "started_elsewhere",
            "plain_fields", "program_bytes", "program_from", "workers_of"]
 
 EXECUTORS = ("fork", "ray")
@@ -72,8 +72,8 @@ def available_workers() -> int:
 _started = 0
 
 
-def children_started() -> int:
-    """Children this process has forked to trace so far (benchmarks count their traces too)."""
+def started_elsewhere() -> int:
+    """Traces this process has started in forked children and Ray tasks so far (benchmarks count them)."""
     return _started
 
 
@@ -123,7 +123,9 @@ class RayTask:
     """
 
     def __init__(self, function: Callable[..., dict], *args):
+        global _started
         ray = ray_module()
+        _started += 1
         self.started = time.perf_counter()
         self.ref = ray.remote(num_cpus=1, max_retries=0)(function).remote(*args)
 
