@@ -24,7 +24,7 @@ from shapeproof.tracer.module_state import ModuleState
 from .acceptance import Acceptance, judge, share_note
 from .errors import ExportError
 from .narrow import NOT_WORTH_A_TRACE, widest_single_program
-from .trace_pool import EXECUTORS, workers_of
+from .trace_pool import EXECUTORS
 from .regions import (
     TRACES_PER_REGION, RegionSearch, accepted_sizes, bound_arguments, canonical, data_dependent_cause,
     python_guard, search_regions, set_input_checks, trace, variable_sources,
@@ -121,7 +121,7 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
     chosen = strategy_named(strategy)
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(map(repr, EXECUTORS))}, not {executor!r}")
-    workers = workers_of(executor) if workers is None else max(1, workers)
+    workers = None if workers is None else max(1, workers)      # None: the executor's, once a search needs it
     first = trace(model, args, kwargs, spec, chosen, timeout, options)
     # later traces and probes run the model again; leave it as torch.export's one run at the example does
     after_first = ModuleState(model)
@@ -278,7 +278,7 @@ def _kept_like_torch(first, search: RegionSearch) -> tuple:
 
 
 def _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split, one_program_only,
-            options, stop_at, progress, max_total=None, widen_while=None, workers=1, executor="fork"):
+            options, stop_at, progress, max_total=None, widen_while=None, workers=None, executor="fork"):
     max_traces = TRACES_PER_REGION * max_regions if split else None
     return search_regions(model, args, kwargs, spec, first, strategy=strategy, timeout=timeout,
                           max_regions=max_regions, max_traces=max_traces, max_total=max_total,

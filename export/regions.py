@@ -53,7 +53,7 @@ from .program_terms import ProgramTerms
 from .progress import TraceProgress, point_str, wanted
 from .specs import dim_specs
 from .trace_pool import (
-    PATIENCE, SLACK, Child, RayTask, ShippedFailure, plain_fields, program_bytes, program_from,
+    PATIENCE, SLACK, Child, RayTask, ShippedFailure, plain_fields, program_bytes, program_from, workers_of,
 )
 
 # A coverage question is asked once per trace (seconds each) and unions of regions are
@@ -67,7 +67,7 @@ NEAR, NEAR_SLACK = 4, 64
 # region), so a search may take this many traces per program allowed, whatever else it counts.
 TRACES_PER_REGION = 3
 # Traces run side by side only where the first took this many seconds: a child's fork, and its program's
-# trip through torch.export.save and load, cost a few tenths of a second (measured on small models).
+# trip back through torch's pickler, cost a few tenths of a second (measured on small models).
 SIDE_BY_SIDE_WORTH = 1.0
 # Below a page or so an anonymous map saves nothing over torch.zeros.
 _LAZY_ZEROS_BYTES = 1 << 16
@@ -388,9 +388,7 @@ def _mutated_buffers(model, program) -> frozenset[int]:
     """The ids of the model's buffers ``program`` writes (in place or by assignment)."""
     if program is None:
         return frozenset()
-    by_name = dict(model.named_buffers(remove_duplicate=False))
-    written = program.graph_signature.buffers_to_mutate.values()
-    return frozenset(id(by_name[name]) for name in written if name in by_name)
+    return buffer_ids(model, frozenset(program.graph_signature.buffers_to_mutate.values()))
 
 
 def buffer_names(model, ids: frozenset[int]) -> frozenset[str]:
@@ -489,14 +487,15 @@ def search_regions(model, args, kwargs, spec, first: LocalTrace, *, strategy: st
                    max_regions: int, max_traces: int | None = None, max_total: int | None = None,
                    one_program_only: bool = False, options: dict | None = None, stop_at: float | None = None,
                    progress: bool = False, widen_while: float | None = None,
-                   workers: int = 1, executor: str = "fork") -> RegionSearch:
+                   workers: int | None = 1, executor: str = "fork") -> RegionSearch:
     """Trace at points outside the regions found so far until they cover the declared ranges.
 
     No trace starts after ``stop_at`` (a ``time.perf_counter()`` value): the caller's time budget.
-    ``progress`` shows a bar of traces on stderr (``progress.py``).  With ``workers`` above 1, up to that
-    many points are traced side by side (``trace_pool.py``, ``_more_points``), in forked children or, with
-    ``executor="ray"``, Ray tasks; a trace made there is read like one made here, in turn, if its point is
-    still outside every region by then.
+    ``progress`` shows a bar of traces on stderr (``progress.py``).  With ``workers`` above 1 (None: the
+    executor's default, ``trace_pool.workers_of``, asked only once a search would trace side by side), up
+    to that many points are traced side by side (``trace_pool.py``, ``_more_points``), in forked children
+    or, with ``executor="ray"``, Ray tasks; a trace made there is read like one made here, in turn, if its
+    point is still outside every region by then.
 
     ``max_traces`` (default ``max_regions``) bounds the traces that no
     identity merged into an earlier program; ``max_total`` (default
@@ -572,7 +571,10 @@ def search_regions(model, args, kwargs, spec, first: LocalTrace, *, strategy: st
                     break
                 apart = len(search.traces) - programs.merged
                 room = min(max_total - len(search.traces), max_traces - apart)
-                side = min(workers, room) if first.seconds >= SIDE_BY_SIDE_WORTH else 1
+                side = 1
+                if room > 1 and first.seconds >= SIDE_BY_SIDE_WORTH:
+                    workers = workers_of(executor) if workers is None else workers   # Ray starts only here
+                    side = min(workers, room)
                 for other, call in _more_points(model, args, kwargs, first, regions, search.box,
                                                 counterexample, side - 1, strategy, timeout):
                     elsewhere = _side_trace(executor, model, call, spec, strategy, timeout, options, first)

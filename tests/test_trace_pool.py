@@ -174,3 +174,14 @@ def test_a_search_with_ray_tasks_finds_the_programs_a_search_here_does(always_si
 def test_an_unknown_executor_is_refused_before_any_trace():
     with pytest.raises(ValueError, match="executor must be one of 'fork', 'ray'"):
         shapeproof.export(Scaled(), (torch.randn(2, 4, 4),), dynamic_shapes=SCALED_SPEC, executor="threads")
+
+
+def test_ray_is_not_started_by_an_export_that_needs_no_second_trace():
+    ray = pytest.importorskip("ray")
+    assert not ray.is_initialized()
+    model = Scaled()
+    program = shapeproof.export(model, (torch.randn(2, 4, 4),), dynamic_shapes=({0: Dim("B", min=1, max=8)},),
+                                executor="ray")
+    assert not ray.is_initialized()
+    x = torch.randn(5, 4, 4)
+    assert torch.equal(program.module()(x), model(x))
