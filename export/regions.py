@@ -578,6 +578,8 @@ def search_regions(model, args, kwargs, spec, first: LocalTrace, *, strategy: st
                 for other, call in _more_points(model, args, kwargs, first, regions, search.box,
                                                 counterexample, side - 1, strategy, timeout):
                     elsewhere = _side_trace(executor, model, call, spec, strategy, timeout, options, first)
+                    if elsewhere is None:
+                        break
                     pending.append((other, elsewhere))
                 found = trace(model, new_args, new_kwargs, spec, strategy, timeout, options, after=first)
             search.traces.append(found)
@@ -602,14 +604,19 @@ def search_regions(model, args, kwargs, spec, first: LocalTrace, *, strategy: st
 
 
 def _side_trace(executor: str, model, call: tuple[tuple, dict], spec, strategy: str, timeout: float,
-                options: dict | None, first: LocalTrace) -> Child | RayTask:
-    """A trace at ``call``'s inputs, continuing ``first``, under way in a forked child or a Ray task."""
+                options: dict | None, first: LocalTrace) -> Child | RayTask | None:
+    """A trace at ``call``'s inputs, continuing ``first``, under way in a forked child or a Ray task; None
+    where this process may not have a child (multiprocessing refuses one to a daemonic process, the system
+    may refuse a fork)."""
     if executor == "ray":
         first.started_from.restore()          # Ray pickles the model as it is now
         carried = (buffer_names(model, first.followed_buffers), first.unmerged)
         return RayTask(traced_elsewhere, model, *call, spec, strategy, timeout, options, carried)
     run = partial(trace, model, *call, spec, strategy, timeout, options, after=first)
-    return Child(run, partial(_shipped, model=model))
+    try:
+        return Child(run, partial(_shipped, model=model))
+    except (AssertionError, OSError):
+        return None
 
 
 def traced_elsewhere(model, args: tuple, kwargs: dict, spec, strategy: str, timeout: float,

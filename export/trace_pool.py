@@ -60,8 +60,10 @@ class ShippedFailure(Exception):
 
 
 def available_workers() -> int:
-    """Processes that may trace at once: one per core this process may run on, where ``fork`` exists."""
-    if "fork" not in multiprocessing.get_all_start_methods():
+    """Processes that may trace at once: one per core this process may run on, where ``fork`` exists and
+    this process may have children (multiprocessing refuses children to a daemonic process: a worker of a
+    ``multiprocessing.Pool`` or of a DataLoader)."""
+    if "fork" not in multiprocessing.get_all_start_methods() or multiprocessing.current_process().daemon:
         return 1
     try:
         return len(os.sched_getaffinity(0))
@@ -87,13 +89,18 @@ class Child:
 
     def __init__(self, run: Callable[[], Made], ship: Callable[[Made], dict]):
         global _started
-        _started += 1
         context = multiprocessing.get_context("fork")
         self.reader, writer = context.Pipe(duplex=False)
         self.process = context.Process(target=_child_main, args=(run, ship, writer), daemon=True)
         self.started = time.perf_counter()
-        self.process.start()
-        writer.close()
+        try:
+            self.process.start()
+        except BaseException:
+            self.reader.close()
+            raise
+        finally:
+            writer.close()
+        _started += 1
 
     def answer(self, until: float) -> dict | None:
         """The shipped data; None if the child failed or has not answered by ``until`` (a

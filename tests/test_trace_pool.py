@@ -185,3 +185,25 @@ def test_ray_is_not_started_by_an_export_that_needs_no_second_trace():
     assert not ray.is_initialized()
     x = torch.randn(5, 4, 4)
     assert torch.equal(program.module()(x), model(x))
+
+
+def _export_in_a_daemon(answers) -> None:
+    result = shapeproof.export_with_report(EvenOrOdd(), (torch.randn(2, 4, 6),), dynamic_shapes=SPEC,
+                                           split=True, workers=2)
+    assert result.regions is not None
+    answers.put((result.regions.covered, len(result.regions.regions),
+                 all(isinstance(t, LocalTrace) for t in result.regions.traces)))
+
+
+def test_a_daemonic_process_traces_alone(always_side_by_side):
+    """multiprocessing gives a daemonic process (a Pool's or DataLoader's worker) no children: the search
+    traces there alone, even with ``workers=2``, instead of failing."""
+    assert trace_pool.available_workers() >= 1
+    context = multiprocessing.get_context("fork")
+    answers = context.Queue()
+    daemon = context.Process(target=_export_in_a_daemon, args=(answers,), daemon=True)
+    daemon.start()
+    covered, programs, all_here = answers.get(timeout=120)
+    daemon.join(30)
+    assert (covered, programs, all_here) == (True, 4, True)
+    assert daemon.exitcode == 0
