@@ -155,8 +155,11 @@ def test_export_takes_workers(always_side_by_side, workers):
         assert torch.equal(program.module()(x), model(x))
 
 
-def test_a_search_with_ray_tasks_finds_the_programs_a_search_here_does(always_side_by_side):
+def test_a_search_with_ray_tasks_finds_the_programs_a_search_here_does(always_side_by_side, monkeypatch):
     ray = pytest.importorskip("ray")
+    # a Ray worker starts cold (it imports torch): on a loaded machine that alone can pass the 30 s a task is
+    # given past a trace of milliseconds; what is tested here is the answer, not its time
+    monkeypatch.setattr(regions, "SLACK", 600.0)
     try:
         result = shapeproof.export_with_report(EvenOrOdd(), (torch.randn(2, 4, 6),), dynamic_shapes=SPEC,
                                                split=True, workers=2, executor="ray")
