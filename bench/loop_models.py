@@ -41,6 +41,10 @@ def loop_line(m: LoopModel) -> tuple[str, int]:
     """The file and line of the model's loop in the installed source."""
     function, start = m.loop
     function = inspect.unwrap(function)             # a library's decorator (a kernel from the hub, if any)
+    if isinstance(function, nn.Module):     # a function the ``kernels`` library holds as a module
+        forward = type(function).forward    # (transformers 5.2x): its forward calls the function it holds
+        cells = dict(zip(forward.__code__.co_freevars, forward.__closure__ or ()))
+        function = inspect.unwrap(cells["func"].cell_contents) if "func" in cells else forward
     lines, first = inspect.getsourcelines(function)
     at = next(i for i, line in enumerate(lines) if line.strip().startswith(start))
     return inspect.getsourcefile(function) or "", first + at
