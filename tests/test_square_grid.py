@@ -16,7 +16,9 @@ from torch.export import Dim
 
 import shapeproof
 from shapeproof.export import ExportError
-from shapeproof.tracer.symbolic_casts import SymbolicInt, int_only_called, symbolic_casts
+from shapeproof.tracer.patching import engine_thread
+from shapeproof.tracer.symbolic_casts import SymbolicInt
+from shapeproof.tracer.user_globals import only_called, symbolic_user_names
 
 
 def _root(n, spelling):
@@ -163,6 +165,11 @@ def test_split_exports_both_sides_of_the_square_branch():
 # -- the casts themselves -----------------------------------------------------------------------------
 
 def test_the_int_users_see_is_pythons_on_everything_but_a_symfloat():
+    with engine_thread():
+        test_the_int_users_see_is_pythons_on_other_threads()
+
+
+def test_the_int_users_see_is_pythons_on_other_threads():
     assert SymbolicInt(3.7) == 3 and SymbolicInt("12") == 12 and SymbolicInt("ff", 16) == 255
     assert SymbolicInt() == 0 and type(SymbolicInt(2.5)).__name__ == "int"
     assert isinstance(5, SymbolicInt) and isinstance(True, SymbolicInt) and not isinstance(5.0, SymbolicInt)
@@ -179,7 +186,7 @@ def test_the_int_users_see_is_pythons_on_everything_but_a_symfloat():
     ("xs = list(map(int, ys))", True),                        # called by map
 ])
 def test_a_module_gets_the_symbolic_int_only_where_it_calls_int(source, takes):
-    assert int_only_called(source) is takes
+    assert only_called(source, "int") is takes
 
 
 def test_the_casts_reach_user_modules_that_call_int_only_and_are_undone(tmp_path, monkeypatch):
@@ -188,9 +195,7 @@ def test_the_casts_reach_user_modules_that_call_int_only_and_are_undone(tmp_path
     monkeypatch.syspath_prepend(str(tmp_path))
     import calls_int
     import compares_int
-    sqrt = math.sqrt
-    with symbolic_casts():
-        assert math.sqrt is not sqrt
+    with symbolic_user_names():
         assert vars(calls_int)["int"] is SymbolicInt and "int" not in vars(compares_int)
         assert vars(sys.modules[__name__])["int"] is SymbolicInt        # this module calls int only
-    assert math.sqrt is sqrt and "int" not in vars(calls_int) and "int" not in globals()
+    assert "int" not in vars(calls_int) and "int" not in globals()

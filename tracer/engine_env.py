@@ -28,7 +28,8 @@ torch's unbacked symbol for such a value to its size expression
 (``size_tracking``); a binding to a constant waits for the next question
 (``evaluate_expr``, ``produce_guards_verbose`` and every op flush it).
 While a trace runs, ``range`` over sizes of fixed length and recurrent ops
-keep sizes symbolic (``symbolic_range``, ``rnn_shapes``).
+keep sizes symbolic (``symbolic_range``, ``rnn_shapes``); what that changes
+outside the trace acts on its own thread only (``patching``).
 """
 from __future__ import annotations
 
@@ -59,9 +60,9 @@ from .loop_bodies import loop_bodies_unfollowed
 from .loops import LoopRolling
 from .short_circuits import short_circuit_answer
 from .size_tracking import SizeTracker
+from .patching import engine_thread, tracing_turn
 from .sym_expr_cache import cached_sym_exprs
-from .symbolic_casts import symbolic_casts
-from .symbolic_range import symbolic_ranges
+from .user_globals import symbolic_user_names
 from .sympy_bridge import Conversions, UnsupportedExpression, bounds_of
 from .torch_internals import (
     BOOL_GUARD_PATH, FORCED_SPECIALIZATIONS, PRETTIFY_RESULTS, SOLVE_CONSTRAINTS, GuardOnDataDependentSymNode,
@@ -621,11 +622,12 @@ def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None
 
 @contextmanager
 def _traced(context: TracingContext, merging: BranchMerging, rolling: LoopRolling, tracker: SizeTracker):
-    with tracing(context), exact_cancellation(), symbolic_ranges(), symbolic_rnns(), loop_bodies_unfollowed():
-        with sizes_checked_against_inputs(), cached_sym_exprs(), symbolic_casts(), hintless_views():
-            try:
-                yield
-            finally:
-                merging.abandon()
-                rolling.abandon()
-                tracker.close()
+    with tracing_turn(), tracing(context), engine_thread():
+        with exact_cancellation(), symbolic_rnns(), loop_bodies_unfollowed(), sizes_checked_against_inputs():
+            with cached_sym_exprs(), symbolic_user_names(), hintless_views():
+                try:
+                    yield
+                finally:
+                    merging.abandon()
+                    rolling.abandon()
+                    tracker.close()

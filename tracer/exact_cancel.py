@@ -12,9 +12,10 @@ nothing it proves changes.  A quotient that is not a polynomial with integer
 coefficients still goes to ``simplify``.
 
 Only torch's ``functions`` module sees the substitute (its ``sympy`` global is
-swapped for a view of sympy with another ``simplify``), and only while at
-least one engine trace is running, so torch.export outside shapeproof (the
-bench's baseline) is untouched.
+swapped for a view of sympy with another ``simplify``), only while at least
+one engine trace is running, and the view's ``simplify`` is sympy's own on
+every other thread, so torch.export outside shapeproof (the bench's
+baseline, another thread's export) is untouched.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import types
 
 import sympy
 
-from .patching import SharedPatch
+from .patching import SharedPatch, on_engine_thread
 from .torch_internals import sympy_functions
 
 __all__ = ["exact_quotient", "exact_cancellation"]
@@ -46,10 +47,17 @@ def _integer_polynomial(expr: sympy.Expr) -> bool:
     return True
 
 
-class _SympyWithExactQuotient(types.ModuleType):
-    """sympy, as torch's ``functions`` module sees it, with ``simplify`` replaced by ``exact_quotient``."""
+def _simplify(expr, *args, **kwargs):
+    if on_engine_thread() and not args and not kwargs:
+        return exact_quotient(expr)
+    return sympy.simplify(expr, *args, **kwargs)
 
-    simplify = staticmethod(exact_quotient)
+
+class _SympyWithExactQuotient(types.ModuleType):
+    """sympy, as torch's ``functions`` module sees it, with ``simplify`` replaced by ``exact_quotient`` on a
+    thread running an engine trace."""
+
+    simplify = staticmethod(_simplify)
 
     def __getattr__(self, name):
         return getattr(sympy, name)

@@ -68,8 +68,8 @@ from .branch_sites import Refusal, Unseen, instructions, lookup, plain_attribute
 from .frame_locals import set_locals
 from .loop_sites import CONSUMERS, INDEX, REST, TENSOR_CALLS, WHOLE, ArangeSite, Indexed, LoopSite, loop_site
 from .sympy_bridge import UnsupportedExpression
-from .symbolic_range import python_range
 from .torch_internals import pytree, reset_dynamo_code, scan, scan_compiled_code, zero_one_unspecialized
+from .user_globals import python_names
 
 __all__ = ["LoopNotRolled", "LoopRolling", "RolledLoop"]
 
@@ -337,7 +337,7 @@ class LoopRolling:
         compiled = scan_compiled_code()
         reset_dynamo_code(compiled)
         try:
-            with python_range(), zero_one_unspecialized():
+            with python_names(), zero_one_unspecialized():
                 carried, ys = scan(body, tuple(init), tuple(xs))
         finally:
             reset_dynamo_code(compiled)

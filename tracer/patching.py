@@ -1,11 +1,62 @@
-"""Process-wide patches that several engine traces (threads, nested calls) may hold at once."""
+"""What an engine trace changes outside itself, and the thread it changes it for.
+
+An export runs inside the user's process, beside their other threads (a
+server's, a data loader's, another export).  Every change the engine makes
+to see the user's code is therefore *thread-aware*: it is installed while at
+least one trace runs (``SharedPatch``), and its replacement behaves as the
+original everywhere except on a thread that is running an engine trace
+(``on_engine_thread``).  Nothing is installed where another thread would
+observe a different value or type: Python's builtins and the ``math``
+module are never patched (``user_globals`` gives the user's modules their
+own names instead).
+
+torch's tracing itself is not safe in two threads at once (``torch.fx``'s
+patcher of wrapped functions is one global, ``CURRENT_PATCHER``), so engine
+traces take turns (``tracing_turn``): two exports in two threads interleave
+their traces and give the programs each gives alone.
+"""
 from __future__ import annotations
 
+import os
 import threading
 from contextlib import contextmanager
 from typing import Callable
 
-__all__ = ["SharedPatch"]
+__all__ = ["SharedPatch", "engine_thread", "on_engine_thread", "tracing_turn"]
+
+_thread = threading.local()
+_turn = threading.RLock()
+
+
+def _new_turn() -> None:
+    global _turn
+    _turn = threading.RLock()       # a forked child has one thread: a turn another thread held is no one's
+
+
+os.register_at_fork(after_in_child=_new_turn)
+
+
+@contextmanager
+def tracing_turn():
+    """Within: this thread is the process's only one tracing with torch (re-entrant)."""
+    turn = _turn
+    with turn:
+        yield
+
+
+def on_engine_thread() -> bool:
+    """Whether the calling thread is running an engine trace (inside ``engine_thread``)."""
+    return getattr(_thread, "traces", 0) > 0
+
+
+@contextmanager
+def engine_thread():
+    """Within: this thread runs an engine trace, and the engine's replacements act on it (re-entrant)."""
+    _thread.traces = getattr(_thread, "traces", 0) + 1
+    try:
+        yield
+    finally:
+        _thread.traces -= 1
 
 
 class SharedPatch:
@@ -30,7 +81,11 @@ class SharedPatch:
     def __call__(self):
         with self._lock:
             if self._active == 0:
-                self._apply()
+                try:
+                    self._apply()
+                except BaseException:       # a patch half applied is undone, not left behind
+                    self._undo()
+                    raise
             self._active += 1
         try:
             yield

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 
 import torch
 
@@ -41,12 +42,17 @@ _FAKE_TENSOR_LOG = logging.getLogger("torch._subclasses.fake_tensor")
 
 @contextlib.contextmanager
 def _quiet(logger: logging.Logger):
-    drop_all = logging.Filter("\0")        # matches no logger name: every record is dropped
-    logger.addFilter(drop_all)
+    """Within: ``logger`` drops the records of this thread (another thread's still go through)."""
+    thread = threading.get_ident()
+
+    def other_threads(record: logging.LogRecord) -> bool:
+        return record.thread != thread
+
+    logger.addFilter(other_threads)
     try:
         yield
     finally:
-        logger.removeFilter(drop_all)
+        logger.removeFilter(other_threads)
 
 
 def failure_at(model: torch.nn.Module, args: tuple, kwargs: dict | None = None) -> Exception | None:

@@ -12,11 +12,11 @@ is only ever filled for an expression that is not a number, and with
 version 0 both return ``_expr`` itself; everything else goes to torch's own
 getter.  Like ``exact_cancel``, it is installed only while at least one
 engine trace runs, so torch.export outside shapeproof (the bench's baseline)
-is untouched.
+is untouched, and on any other thread the getter is torch's own.
 """
 from __future__ import annotations
 
-from .patching import SharedPatch
+from .patching import SharedPatch, on_engine_thread
 from .torch_internals import SymNode
 
 __all__ = ["cached_sym_exprs"]
@@ -27,7 +27,7 @@ _torch_expr = SymNode.__dict__["expr"]
 def _expr(node):
     expr = node._expr
     shape_env = node.shape_env
-    if shape_env is not None and not isinstance(expr, int):
+    if shape_env is not None and not isinstance(expr, int) and on_engine_thread():
         version = shape_env._replacements_version_counter
         if version == 0:
             return expr

@@ -6,8 +6,9 @@ specialize a size to its example value.  Encodec encodes its input in chunks
 input_length`` when it does not chunk: one iteration at every length, yet
 tracing fixes the length to the example's.
 
-While an engine trace runs, ``range`` called from user code with a SymInt
-argument computes its length ``ceil((stop - start) / step)`` symbolically;
+On a thread running an engine trace, ``range`` called from user code with a
+SymInt argument (``SymbolicRange``, the name ``user_globals`` gives the
+user's modules) computes its length ``ceil((stop - start) / step)`` symbolically;
 when the engine proves that length constant over the declared ranges, the
 call returns the tuple ``(start, start + step, ...)`` of symbolic elements
 (what iterating the range yields; the sizes stay symbolic).  Otherwise, and
@@ -18,17 +19,16 @@ from __future__ import annotations
 
 import builtins
 import sys
-from contextlib import contextmanager
 
 import torch
 from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw, statically_known_true
 
 from shapeproof.shapes import is_user_frame
 
-from .patching import SharedPatch
+from .patching import on_engine_thread
 from .torch_internals import TracingContext
 
-__all__ = ["symbolic_ranges", "symbolic_range", "python_range"]
+__all__ = ["SymbolicRange", "symbolic_range"]
 
 _range = builtins.range
 
@@ -68,27 +68,9 @@ class _RangeType(type):
         return issubclass(sub, _range)
 
 
-class _SymbolicRange(metaclass=_RangeType):
-    """Stands in for ``builtins.range`` while tracing (``range(...)`` calls ``symbolic_range``)."""
+class SymbolicRange(metaclass=_RangeType):
+    """``range`` as the user's modules see it while a trace runs: ``symbolic_range`` on the thread running
+    an engine trace, Python's ``range`` on every other."""
 
     def __new__(cls, *args):
-        return symbolic_range(*args)
-
-
-# Within: ``range`` over sizes from user code keeps them symbolic.
-symbolic_ranges = SharedPatch(lambda: setattr(builtins, "range", _SymbolicRange),
-                              lambda: setattr(builtins, "range", _range))
-
-
-@contextmanager
-def python_range():
-    """Within: ``builtins.range`` is Python's own, for dynamo, which traces a rolled loop's body
-    (``loops``) and cannot follow ``_SymbolicRange`` (it reads the caller's frame); the loops of the body
-    and of the code it calls are dynamo's to unroll or refuse.  Another thread's trace meanwhile sees
-    Python's ``range`` too: it specializes, as without the patch."""
-    builtins.range = _range  # type: ignore[misc]
-    try:
-        yield
-    finally:
-        with symbolic_ranges.lock:            # patched again only while a trace still holds the patch
-            builtins.range = _SymbolicRange if symbolic_ranges.active else _range  # type: ignore
+        return symbolic_range(*args) if on_engine_thread() else _range(*args)
