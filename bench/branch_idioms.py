@@ -100,7 +100,7 @@ def _export(exporter: str, model, args, spec, workers: int | None = None) -> tup
     """(program or None, status, seconds, traces, note) of one export; shapeproof's traces side by side
     (``workers``) count too."""
     import shapeproof
-    from shapeproof.export.trace_pool import started_elsewhere
+    from shapeproof.export.search.trace_pool import started_elsewhere
 
     gc.collect()                    # a pending full collection would land in this export's time
     elsewhere = started_elsewhere()

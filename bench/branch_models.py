@@ -273,7 +273,7 @@ def transformers_models() -> list[IdiomModel]:
 
     # idiom 3: a square grid recovered from the token count, on square inputs 8g x 8g: ViT's as
     # math.floor(n ** 0.5), DeiT's as int(n ** 0.5) (Python's int must return an int, so torch fixes the
-    # grid to the example's; shapeproof's traces keep it symbolic: tracer/symbolic_casts.py)
+    # grid to the example's; shapeproof's traces keep it symbolic: tracer/sizes/symbolic_casts.py)
     def square_grid(name, idiom, model_class, config_class, module, grid_line):
         masked_model = getattr(module, model_class)
         embeddings = getattr(module, model_class.replace("ForMaskedImageModeling", "Embeddings"))

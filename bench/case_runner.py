@@ -15,7 +15,9 @@ violates its guard, evaluates eager at the counterexample (does the model
 itself fail there, or only the traced path?), and re-exports with
 ``suggest_dynamic_shapes`` to see whether the fix works.
 
-Writes ``results.jsonl``, ``results.csv`` and ``table.md`` to the out directory.
+Writes ``results.jsonl``, ``results.csv`` and ``table.md`` to the out directory, and prints the README's
+results table with the day and machine of the run (``readme_table.md``; the README quotes the run of all
+three exporters, ``--exporters torch,shapeproof,split``).
 """
 from __future__ import annotations
 
@@ -199,8 +201,8 @@ def _export(exporter: str, model, args, spec, strategy: str):
 
 def region_points(package, example: dict, scan: int = 4096) -> list[dict]:
     """Both ends of every region of a SplitProgram, along each dim with the others at the example."""
-    from shapeproof.solver.evaluate import truth
-    from shapeproof.solver.terms import symbol
+    from shapeproof.solver.language.evaluate import truth
+    from shapeproof.solver.language.terms import symbol
 
     points = []
     for pred in package.predicates:
@@ -418,6 +420,49 @@ def write_outputs(rows: list[dict], out: Path, exporters: list[str]) -> str:
     return table
 
 
+_GROUPS = {"hand": "hand-written patterns", "hf": "transformers models"}
+_COLUMNS = {"torch": "torch.export", "shapeproof": "shapeproof", "split": "shapeproof `split=True`"}
+
+
+def machine() -> str:
+    """The machine a run was on, as the README says it."""
+    import platform
+
+    import torch
+
+    def proc(name: str) -> list[str]:
+        path = Path("/proc") / name
+        return path.read_text().splitlines() if path.exists() else []
+
+    model = next((line.split(":", 1)[1].strip() for line in proc("cpuinfo") if line.startswith("model name")),
+                 platform.processor())
+    kib = next((int(line.split()[1]) for line in proc("meminfo") if line.startswith("MemTotal")), 0)
+    return (f"{os.cpu_count()} cores ({model or 'unknown CPU'}), {round(kib / 2 ** 20)} GiB, "
+            f"Python {platform.python_version()}, torch {torch.__version__}")
+
+
+def results_table(rows: list[dict], exporters: list[str], day: str, where: str) -> str:
+    """The README's results table: cases each exporter exports, per group, and mismatches against eager."""
+    by_case: dict[str, dict] = {}
+    for r in rows:
+        by_case.setdefault(r["case"], {})[r["exporter"]] = r
+    head = ("| group | cases | " + " | ".join(_COLUMNS.get(e, e) for e in exporters)
+            + " | mismatches vs eager |")
+    lines = [f"Runs of **{day}**, on {where}.", "", head, "|---|---|" + "---|" * len(exporters) + "---|"]
+    groups = sorted({per[e]["group"] for per in by_case.values() for e in per}, key=list(_GROUPS).index)
+    for group in [*groups, None]:
+        cases = [per for per in by_case.values()
+                 if group is None or any(r.get("group") == group for r in per.values())]
+        exported = [sum(per.get(e, {}).get("status") == "exported" for per in cases) for e in exporters]
+        wrong = sum("mismatch" in differential(r) for per in cases for r in per.values())
+        cells = [str(len(cases)), *map(str, exported), str(wrong)]
+        if group is None:
+            lines.append("| **all** | " + " | ".join(f"**{c}**" for c in cells) + " |")
+        else:
+            lines.append(f"| {_GROUPS.get(group, group)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--registry", type=Path, default=DEFAULT_REGISTRY)
@@ -446,6 +491,9 @@ def main(argv=None) -> int:
                     workers=args.jobs, describe=lambda r: f"{r['case']} {r['exporter']}: {r['status']} "
                                                           f"{r.get('seconds', 0):.1f}s {differential(r)}")
     print(write_outputs(rows, args.out, exporters))
+    readme = results_table(rows, exporters, time.strftime("%Y-%m-%d"), machine())
+    (args.out / "readme_table.md").write_text(readme)
+    print(readme)
     return 1 if any("mismatch" in differential(r) for r in rows) else 0
 
 

@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 from shapeproof.shapes.apps import explain_torch_error
-from shapeproof.solver.evaluate import truth
-from shapeproof.solver.parse import parse_condition
-from shapeproof.solver.terms import symbol
+from shapeproof.solver.language.evaluate import truth
+from shapeproof.solver.language.parse import parse_condition
+from shapeproof.solver.language.terms import symbol
 
 from . import CORPUS
 

@@ -1,4 +1,4 @@
-"""Region searches with traces side by side (``export/trace_pool.py``) against one trace at a time.
+"""Region searches with traces side by side (``export/search/trace_pool.py``) against one trace at a time.
 
     python -m bench.trace_pool [--models mobilevit,vit] [--specs named] [--split both|yes|no]
                                [--workers 1,2] [--executor fork|ray] [--out DIR]
@@ -32,8 +32,8 @@ HEADER = ["| model | spec | split | workers | exported | s | traces made | read 
 
 def _export(model, args, spec, split: bool, workers: int, executor: str):
     import shapeproof
-    from shapeproof.export.regions import LocalTrace
-    from shapeproof.export.trace_pool import started_elsewhere
+    from shapeproof.export.search.regions import LocalTrace
+    from shapeproof.export.search.trace_pool import started_elsewhere
 
     gc.collect()
     elsewhere = started_elsewhere()

@@ -2,6 +2,12 @@
 
 The package is itself callable (``shapeproof.export(...)``) so that the layer
 ``shapeproof.export`` and the function ``shapeproof.export`` are one name.
+
+Rooms, bottom to top (``tests/test_layers.py`` checks that imports point down):
+the foundations (``specs``: the user's ``dynamic_shapes``; ``settings``: one
+export's settings; ``progress``), ``programs/`` (a program as terms, and
+whether one serves another's region), ``search/`` (traces and the region
+search) and the top (``api``, ``errors``, ``switch``, ``html``, the main job).
 """
 import inspect
 import sys

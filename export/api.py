@@ -18,19 +18,18 @@ from shapeproof.shapes import (
     DimKind, GuardReport, Query, ShapeEnv, asserts_that_narrow, joint_fixes, lift, suggest_fixes,
 )
 from shapeproof.solver import DEFAULT_TIMEOUT
-from shapeproof.tracer import strategy_named
 from shapeproof.tracer.module_state import ModuleState
 
-from .acceptance import Acceptance, judge, share_note
+from .search.acceptance import Acceptance, judge, share_note
 from .errors import ExportError
-from .narrow import NOT_WORTH_A_TRACE, widest_single_program
-from .trace_pool import EXECUTORS
-from .regions import (
-    TRACES_PER_REGION, RegionSearch, accepted_sizes, bound_arguments, canonical, data_dependent_cause,
-    python_guard, search_regions, set_input_checks, trace, variable_sources,
-)
+from .search.narrow import NOT_WORTH_A_TRACE, widest_single_program
+from .search.checks import accepted_sizes, python_guard, variable_sources
+from .search.inputs import bound_arguments
+from .search.regions import RegionSearch, search_regions
+from .settings import ExportSettings
+from .search.traces import canonical, data_dependent_cause, set_input_checks, trace
 from .specs import apply_fixes, normalize_spec
-from .split import SplitProgram, split_program
+from .search.split import SplitProgram, split_program
 
 __all__ = ["export", "export_with_report", "ExportResult", "suggest_dynamic_shapes"]
 
@@ -112,17 +111,14 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
     if strict:
         warnings.warn("shapeproof.export traces non-strict (strict=False): the engine decides shapes of the "
                       "Python code as it runs", stacklevel=2)
-    options = dict(preserve_module_call_signature=preserve_module_call_signature,
-                   prefer_deferred_runtime_asserts_over_guards=prefer_deferred_runtime_asserts_over_guards)
+    settings = ExportSettings(
+        strategy=strategy, timeout=timeout, split=split, max_regions=max_regions, time_budget=time_budget,
+        progress=progress, workers=workers, executor=executor,
+        preserve_module_call_signature=preserve_module_call_signature,
+        prefer_deferred_runtime_asserts_over_guards=prefer_deferred_runtime_asserts_over_guards)
     spec = normalize_spec(dynamic_shapes, model, args, kwargs)
-    start = time.perf_counter()
-    stop_at = None if time_budget is None else start + time_budget
-    # "torch": torch's own reasoning, which the solvers know only if asked
-    chosen = strategy_named(strategy)
-    if executor not in EXECUTORS:
-        raise ValueError(f"executor must be one of {', '.join(map(repr, EXECUTORS))}, not {executor!r}")
-    workers = None if workers is None else max(1, workers)      # None: the executor's, once a search needs it
-    first = trace(model, args, kwargs, spec, chosen, timeout, options)
+    start, stop_at = settings.started, settings.stop_at
+    first = trace(model, args, kwargs, spec, settings)
     # later traces and probes run the model again; leave it as torch.export's one run at the example does
     after_first = ModuleState(model)
     try:
@@ -146,35 +142,32 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
         if report.violations:
             if first.program is None:
                 raise error() from first.failure
-            search = _search(model, args, kwargs, spec, first, chosen, timeout, max_regions, split,
-                             one_program_only=not split, options=options, stop_at=stop_at, progress=progress,
-                             workers=workers, executor=executor)
-            if search.covered and len(search.regions) == 1:
+            paths = search_regions(model, args, kwargs, spec, first, settings, one_program_only=not split)
+            if paths.covered and len(paths.regions) == 1:
                 # one program serves every trace: the violated guards only chose between code paths that
                 # compute the same function there (identical graphs, or identical up to exact identities)
-                return result(_serving(search), search)
-            if search.covered and split:
-                return result(split_program(model, first, search), search)
+                return result(_serving(paths), paths)
+            if paths.covered and split:
+                return result(split_program(model, first, paths), paths)
             if all(v.torch_keeps for v in report.violations):
-                return result(*_kept_like_torch(first, search))
+                return result(*_kept_like_torch(first, paths))
             narrowing, unfinished = None, None
-            if not split and len(search.traces) > 1:
+            if not split and len(paths.traces) > 1:
                 # without a budget of the caller's, narrowing may take as long again as the export so far,
                 # and a few traces (a failing export reports within about twice its own time); with one,
                 # the budget alone bounds it
                 now = time.perf_counter()
                 until = stop_at if stop_at is not None else now + (now - start)
                 narrowing, unfinished = widest_single_program(
-                    model, args, kwargs, spec, first, search, strategy=strategy, timeout=timeout,
-                    options=options, stop_at=until, capped=stop_at is None)
-            notes = _region_notes(search, split) + ([unfinished] if unfinished else [])
-            raise error(notes, search.regions, narrowing) from first.failure
+                    model, args, kwargs, spec, first, paths, settings, stop_at=until, capped=stop_at is None)
+            notes = _region_notes(paths, split) + ([unfinished] if unfinished else [])
+            raise error(notes, paths.regions, narrowing) from first.failure
         if first.failure is not None:
             raise first.failure
         notes = (_unproven_note(first.engine, report, strategy) + _unread_note(first)
                  + _asserts_note(first, timeout)
                  + _loops_note(first))
-        search = None
+        search: RegionSearch | None = None
         if report.restrictions:
             # torch.export keeps these as input checks; other traces may show that the program serves
             # more (a check over named dims may then become the whole region of the program, hence the
@@ -186,11 +179,10 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
             # of its un-padded window copies only where H is no multiple of the window: 1 in 6 heights)
             named = bool(_named_relations(first.engine, report))
             capped = not split and stop_at is None
-            search = _search(model, args, kwargs, spec, first, chosen, timeout, max_regions, split,
-                             one_program_only=not split and not named, options=options, stop_at=stop_at,
-                             progress=progress, max_total=WIDENING_TRACES if capped else None,
-                             widen_while=1 - NOT_WORTH_A_TRACE if capped and named else None, workers=workers,
-                             executor=executor)
+            search = search_regions(model, args, kwargs, spec, first, settings,
+                                    one_program_only=not split and not named,
+                                    max_total=WIDENING_TRACES if capped else None,
+                                    widen_while=1 - NOT_WORTH_A_TRACE if capped and named else None)
             if search.covered and len(search.regions) == 1:
                 return result(_serving(search), search, _warn(notes))
             if search.covered and split:
@@ -275,15 +267,6 @@ def _kept_like_torch(first, search: RegionSearch) -> tuple:
         "dims that no input carries, as torch.export does (it keeps such guards as input checks)"
         + (f": it accepts {accepted}" if accepted else "")
         + "; export with split=True for one package covering every region"])
-
-
-def _search(model, args, kwargs, spec, first, strategy, timeout, max_regions, split, one_program_only,
-            options, stop_at, progress, max_total=None, widen_while=None, workers=None, executor="fork"):
-    max_traces = TRACES_PER_REGION * max_regions if split else None
-    return search_regions(model, args, kwargs, spec, first, strategy=strategy, timeout=timeout,
-                          max_regions=max_regions, max_traces=max_traces, max_total=max_total,
-                          one_program_only=one_program_only, options=options, stop_at=stop_at,
-                          progress=progress, widen_while=widen_while, workers=workers, executor=executor)
 
 
 def _serving(search: RegionSearch) -> ExportedProgram:

@@ -31,6 +31,7 @@ import torch
 from shapeproof.tracer.torch_internals import DRAFT_EXPORT_REPORT_ATTRIBUTE, DraftExportReport
 
 from .api import export as shapeproof_export
+from .settings import ExportSettings
 
 __all__ = ["engine"]
 
@@ -57,6 +58,7 @@ def engine(strategy: str = "cascade", split: bool = False, max_regions: int = 8,
     options: dict[str, Any] = dict(strategy=strategy, split=split, max_regions=max_regions,
                                    time_budget=time_budget, progress=progress, workers=workers,
                                    executor=executor)
+    ExportSettings(**options)                   # checked once here, before the block's first export
     saved = {name: getattr(torch.export, name) for name in ("export", "draft_export")}
 
     def run(name: str, mod, args, kwargs, **export_kwargs) -> Any:

@@ -16,27 +16,35 @@ layers import from it (``tests/test_layers.py`` checks):
 * for strategies written elsewhere (torch's own, in ``tracer``): ``Strategy``,
   ``Problem``, ``Outcome`` and the checks around them.
 
-What each node means is its row of ``nodes.TABLE``.  No torch import anywhere in this package.
+What each node means is its row of ``language/nodes.TABLE``.  No torch import anywhere in this package.
+Rooms, bottom to top (``tests/test_layers.py`` checks that imports point down): ``language/`` (terms,
+conditions, their meaning), ``problems/`` (a question in normal form and what every strategy knows of
+one), ``strategies/`` (the decision procedures) and the top (``Solver``, ``api``).
 """
-from . import floats
+from .language import floats
 from .api import DEFAULT_SOLVER, STRATEGIES, bounds, prove, simplify
-from .bounds import Bounds
-from .classify import Learned, LearnedKind, classify_fact, divisibility_candidates
-from .enumerate import EnumerateStrategy, holding_grid, holds_along
-from .evaluate import Undefined, evaluate_term, holds, truth
-from .formula import (
+from .problems.bounds import Bounds
+from .problems.classify import Learned, LearnedKind, classify_fact, divisibility_candidates
+from .strategies.enumerate import EnumerateStrategy, holding_grid, holds_along
+from .language.evaluate import Undefined, evaluate_term, holds, truth
+from .language.formula import (
     FALSE, TRUE, And, Const, Formula, Or, Rel, conj, disj, eq, formula_str, ge, gt, iff, le, lt, ne, neg,
     rebuilt, rel, relations, substitute,
 )
-from .guard_code import guard_code
-from .interval import tighten
-from .nodes import TABLE, Kind, Rounding, Row, Unmodelled, row_of, rows_named
-from .parse import Limits, ParseError, parse, parse_condition, parse_term
-from .problem import Deadline, Problem
+from .language.guard_code import guard_code
+from .problems.ranges import tighten
+from .language.nodes import TABLE, Kind, Rounding, Row, Unmodelled, row_of, rows_named
+from .language.parse import Limits, ParseError, parse, parse_condition, parse_term
+from .problems.deadline import Deadline
+from .problems.problem import Problem
 from .solver import DEFAULT_TIMEOUT, Solver
-from .strategy import Outcome, Strategy, check_counterexample, proven, refuted, sample_points, unknown
-from .terms import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, constant_divisors, divisors, symbol, term_str
-from .verdict import Status, Verdict, Vocabulary
+from .problems.strategy import (
+    Outcome, Strategy, check_counterexample, proven, refuted, sample_points, unknown,
+)
+from .language.terms import (
+    CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, constant_divisors, divisors, symbol, term_str,
+)
+from .problems.verdict import Status, Verdict, Vocabulary
 
 evaluate = evaluate_term
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 from .solver import DEFAULT_TIMEOUT, Solver
-from .strategy import Strategy
-from .verdict import Verdict
+from .problems.strategy import Strategy
+from .problems.verdict import Verdict
 
 __all__ = ["prove", "simplify", "bounds", "STRATEGIES", "DEFAULT_TIMEOUT", "DEFAULT_SOLVER"]
 
@@ -45,7 +45,7 @@ def simplify(expression, ranges: Mapping | None = None, timeout: float = DEFAULT
     Exact wherever the input is defined (divisors stay attached to conditions); the input as parsed
     when ``timeout`` runs out first.
 
-    >>> from shapeproof.solver.terms import term_str
+    >>> from shapeproof.solver.language.terms import term_str
     >>> term_str(simplify("(T + ((16 - T % 16) % 16)) // 16", {"T": (1, None)}))
     '-((-T) // 16)'
     """

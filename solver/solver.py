@@ -14,20 +14,21 @@ from typing import Callable, Iterable, Mapping
 
 from sympy import Expr, Symbol
 
-from . import formula as F
-from .cascade import Cascade
-from .classify import Learned, classify_fact
-from .enumerate import EnumerateStrategy
-from .evaluate import evaluate_term
-from .interval import IntervalStrategy
-from .parse import ParseError, parse
-from .bounds import Bounds
-from .problem import Deadline, OutOfTime, Problem, normalize_ranges
-from .rewrite import Normalizer, Reductions, RewriteStrategy
-from .smt import Z3Strategy
-from .strategy import Strategy
-from .tight import TightBounds
-from .verdict import Verdict
+from .language import formula as F
+from .strategies.cascade import Cascade
+from .problems.classify import Learned, classify_fact
+from .strategies.enumerate import EnumerateStrategy
+from .language.evaluate import evaluate_term
+from .strategies.interval import IntervalStrategy
+from .language.parse import ParseError, parse
+from .problems.bounds import Bounds
+from .problems.deadline import Deadline, OutOfTime
+from .problems.problem import Problem, normalize_ranges
+from .strategies.rewrite import Normalizer, Reductions, RewriteStrategy
+from .strategies.smt import Z3Strategy
+from .problems.strategy import Strategy
+from .problems.tight import TightBounds
+from .problems.verdict import Verdict
 
 __all__ = ["Solver", "DEFAULT_TIMEOUT"]
 

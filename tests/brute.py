@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import itertools
 
-from shapeproof.solver.evaluate import truth
-from shapeproof.solver.problem import Problem
+from shapeproof.solver.language.evaluate import truth
+from shapeproof.solver.problems.problem import Problem
 
 
 def brute_force(problem: Problem):

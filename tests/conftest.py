@@ -20,9 +20,9 @@ if settings is not None:     # torch is installed too (the torch-free smoke run 
 
     @pytest.fixture
     def program_level_merges_only(monkeypatch):
-        """Traces that never take a branch's body for every input (``tracer/branch_merge``): a pad branch
-        then reaches the region search, whose program-level merging (``export/merge.py``) and widest-range
-        search (``export/narrow.py``) serve the branches a trace cannot merge itself (an ``else``, a call
-        of the user's code in the body)."""
-        from shapeproof.tracer.branch_merge import BranchMerging
+        """Traces that never take a branch's body for every input (``tracer/control/branch_merge``): a pad
+        branch then reaches the region search, whose program-level merging (``export/programs/merge.py``) and
+        widest-range search (``export/search/narrow.py``) serve the branches a trace cannot merge itself (an
+        ``else``, a call of the user's code in the body)."""
+        from shapeproof.tracer.control.branch_merge import BranchMerging
         monkeypatch.setattr(BranchMerging, "decide", lambda self, expr, frame: None)

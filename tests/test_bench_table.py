@@ -32,3 +32,23 @@ def test_summary_counts_each_outcome_once():
     text = summary(rows, ["cascade"])
     for label in ("exported over the declared ranges", "exported, narrower", "failed", "timed out"):
         assert any(line.startswith(f"| {label}") and line.endswith("| 1 |") for line in text.splitlines())
+
+
+def test_the_readme_results_table_counts_cases_per_group_and_mismatches():
+    from bench.case_runner import results_table
+
+    def row(case, group, exporter, status, results=()):
+        return {**_row(case, "cascade", status, results), "group": group, "exporter": exporter}
+
+    rows = [row("a", "hand", "torch", "exported", ["match"]),
+            row("a", "hand", "shapeproof", "exported", ["match"]),
+            row("b", "hf", "torch", "failed"),
+            row("b", "hf", "shapeproof", "exported", ["match", "mismatch"]),
+            row("c", "hf", "torch", "failed"),
+            row("c", "hf", "shapeproof", "failed")]
+    text = results_table(rows, ["torch", "shapeproof"], "2026-12-06", "a test machine")
+    assert text.startswith("Runs of **2026-12-06**, on a test machine.")
+    assert "| group | cases | torch.export | shapeproof | mismatches vs eager |" in text
+    assert "| hand-written patterns | 1 | 1 | 1 | 0 |" in text
+    assert "| transformers models | 2 | 0 | 1 | 1 |" in text
+    assert "| **all** | **3** | **1** | **2** | **1** |" in text

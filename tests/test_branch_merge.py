@@ -1,4 +1,4 @@
-"""One trace through size branches whose two sides agree (tracer/branch_merge.py, tracer/branch_sites.py).
+"""One trace through size branches whose two sides agree (tracer/control/branch_merge.py, branch_sites.py).
 
 Each idiom is a small model exported over a range where the branch goes both
 ways; the program must come from one trace, record no guard for the branch,
@@ -18,9 +18,10 @@ from torch.export import Dim
 
 import shapeproof
 from shapeproof.export.errors import ExportError
-from shapeproof.export.regions import trace
+from shapeproof.export.settings import ExportSettings
+from shapeproof.export.search.traces import trace
 from shapeproof.solver import Mod
-from shapeproof.tracer.branch_merge import _EXACT_RESIZE
+from shapeproof.tracer.control.branch_merge import _EXACT_RESIZE
 
 torch.manual_seed(0)
 
@@ -39,7 +40,7 @@ def _nasty(*shape) -> torch.Tensor:
 
 def _one_trace(model, args, spec):
     """The first trace of an export, with what its engine recorded."""
-    return trace(model, args, None, spec, "cascade", 2.0)
+    return trace(model, args, None, spec, ExportSettings(timeout=2.0))
 
 
 def _matches_eager(model, program, shapes, make=lambda s: torch.randn(*s)) -> None:

@@ -7,7 +7,7 @@ import pytest
 MODULES = [
     "shapeproof.solver",
     "shapeproof.solver.api",
-    "shapeproof.solver.parse",
+    "shapeproof.solver.language.parse",
     "shapeproof.shapes.env",
     "shapeproof.shapes.standalone",
 ]

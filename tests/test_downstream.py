@@ -106,7 +106,7 @@ LENGTHS = (1, 2, 24, 100, 512)
 
 @pytest.fixture(scope="module")
 def rolled():
-    """The issue's loop (tracer/loops.py): torch.export fixes its length; shapeproof's program is one scan."""
+    """The issue's loop (tracer/control/loops.py): torch.export fixes its length; shapeproof's is one scan."""
     import sys
     from pathlib import Path
 

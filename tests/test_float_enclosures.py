@@ -12,8 +12,8 @@ from shapeproof.solver import (
     Bounds, ParseError, Status, Undefined, evaluate_term, parse_condition, parse_term, prove, relations,
     symbol,
 )
-from shapeproof.solver.bounds import FloatRange
-from shapeproof.solver.pieces import PiecesStrategy
+from shapeproof.solver.problems.bounds import FloatRange
+from shapeproof.solver.strategies.pieces import PiecesStrategy
 
 _OVERFLOW = 2 ** 1024 - 2 ** 970
 
@@ -88,7 +88,7 @@ def test_every_value_of_a_float_term_lies_in_its_enclosure(text, box_x, box_y):
 def test_a_term_said_to_evaluate_everywhere_does(shape, f, g, i, box_x, box_y):
     """``Bounds.evaluates``: what lets a float goal be proven from value ranges (none of its float nodes
     raises anywhere in the box)."""
-    from shapeproof.solver.terms import divisors
+    from shapeproof.solver.language.terms import divisors
     term = _term(shape.format(f=f, g=g, i=i))
     if not Bounds({symbol("x"): box_x, symbol("y"): box_y}).evaluates(term):
         return
@@ -200,7 +200,7 @@ def test_a_garbage_collection_does_not_count_against_a_deadline():
     out before any strategy started (the fuzz's "out of time" verdicts on easy guards)."""
     import gc
     import time
-    from shapeproof.solver.problem import PAUSES, PAUSE_CREDIT, Deadline
+    from shapeproof.solver.problems.deadline import PAUSES, PAUSE_CREDIT, Deadline
     assert PAUSES in gc.callbacks
     deadline = Deadline(0.05)
     PAUSES("start", {"generation": 2})            # as the collector calls it
@@ -214,7 +214,7 @@ def test_a_garbage_collection_does_not_count_against_a_deadline():
     assert 0.05 + PAUSE_CREDIT < long_pause.remaining() <= 2 * 0.05 + PAUSE_CREDIT
 
 
-# -- linear relaxations of affine float chains (solver/relax.py), for z3 ------------------------------------
+# -- linear relaxations of affine float chains (solver/strategies/relax.py), for z3 --------------------------
 
 _AFFINE_CONST = st.sampled_from(["0.1", "0.29", "0.3", "1.5", "3", "-2.0", "0.75", "7", "1e10", "3e-15"])
 
@@ -240,7 +240,7 @@ _VALUES = st.one_of(st.integers(-50, 50), st.integers(-2 ** 70, 2 ** 70),
 @example("(x / 3 - float(x) * 0.3)", 2 ** 53 + 1, 0)
 def test_an_affine_float_chain_is_within_its_relaxation_of_the_exact_value(text, vx, vy):
     from fractions import Fraction
-    from shapeproof.solver.relax import affine
+    from shapeproof.solver.strategies.relax import affine
     term = _term(f"math.floor({text})").args[0]
     relaxed = affine(term)
     assume(relaxed is not None)
@@ -269,7 +269,7 @@ def test_z3_proves_through_the_relaxation_of_float_facts(goal, ranges, fact):
     assert _quiet(goal, ranges=ranges, facts=[fact], strategy="z3", timeout=2.0).proven
 
 
-# -- value ranges over pieces of the box (solver/pieces.py) -------------------------------------------------
+# -- value ranges over pieces of the box (solver/strategies/pieces.py) ---------------------------------------
 
 _END = st.one_of(st.none(), st.integers(-10 ** 6, 10 ** 6), st.integers(-2 ** 1200, 2 ** 1200))
 
@@ -277,7 +277,7 @@ _END = st.one_of(st.none(), st.integers(-10 ** 6, 10 ** 6), st.integers(-2 ** 12
 @settings(max_examples=500, deadline=None)
 @given(_END, _END)
 def test_a_range_is_cut_into_parts_that_cover_it_once(lo, hi):
-    from shapeproof.solver.pieces import split
+    from shapeproof.solver.strategies.pieces import split
     assume(lo is None or hi is None or lo <= hi)
     parts = split(lo, hi)
     if parts is None:

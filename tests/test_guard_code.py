@@ -6,10 +6,10 @@ import pytest
 import torch
 from torch.export import Dim
 
-from shapeproof.export.regions import python_guard
+from shapeproof.export.search.checks import python_guard
 from shapeproof.solver import holds, parse_condition, symbol
-from shapeproof.solver.evaluate import truth
-from shapeproof.solver.guard_code import guard_code
+from shapeproof.solver.language.evaluate import truth
+from shapeproof.solver.language.guard_code import guard_code
 
 # One guard per node kind (and the definedness cases), over x and y; the grid has zeros and negatives.
 GUARDS = [

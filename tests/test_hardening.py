@@ -6,9 +6,10 @@ import warnings
 import pytest
 
 from shapeproof.solver import ParseError, Status, holds, parse_condition, prove
-from shapeproof.solver.problem import Deadline, Problem
-from shapeproof.solver.rewrite import RewriteStrategy
-from shapeproof.solver.strategy import run
+from shapeproof.solver.problems.deadline import Deadline
+from shapeproof.solver.problems.problem import Problem
+from shapeproof.solver.strategies.rewrite import RewriteStrategy
+from shapeproof.solver.problems.strategy import run
 
 
 @pytest.mark.parametrize("text", ["(1 & 2) == 1", "(~T) != -T - 1", "(T & 1) != 0", "(T | 1) > 0",

@@ -13,13 +13,14 @@ from hypothesis import example, given, settings, strategies as st
 from shapeproof.solver import (
     Bounds, Status, Undefined, evaluate_term, parse_condition, parse_term, prove, relations, symbol,
 )
-from shapeproof.solver.bounds import INF, Interval
-from shapeproof.solver.evaluate import truth
+from shapeproof.solver.problems.bounds import INF, Interval
+from shapeproof.solver.language.evaluate import truth
 from shapeproof import cli
 from shapeproof.shapes.apps.torch_messages import find_guards
-from shapeproof.solver import z3_process
-from shapeproof.solver.problem import Deadline, Problem
-from shapeproof.solver.smt import Z3Strategy
+from shapeproof.solver.strategies import z3_process
+from shapeproof.solver.problems.deadline import Deadline
+from shapeproof.solver.problems.problem import Problem
+from shapeproof.solver.strategies.smt import Z3Strategy
 
 STRATEGIES = ("interval", "rewrite", "enumerate", "z3", "cascade")
 BOX = {"T": (1, 10)}

@@ -14,9 +14,10 @@ import torch.nn.functional as F
 from torch.export import Dim
 
 import shapeproof
-from shapeproof.export.regions import trace
+from shapeproof.export.search.traces import trace
+from shapeproof.export.settings import ExportSettings
 from shapeproof.export.specs import normalize_spec
-from shapeproof.tracer.hintless import _as_if_at_least_two
+from shapeproof.tracer.sizes.hintless import _as_if_at_least_two
 
 
 class SpatialReduction(torch.nn.Module):
@@ -46,7 +47,7 @@ def _spec():
 
 def _first_trace(model, x):
     spec = normalize_spec(_spec(), model, (x,), None)
-    return trace(model, (x,), None, spec, "cascade", 2.0)
+    return trace(model, (x,), None, spec, ExportSettings(timeout=2.0))
 
 
 def test_a_reduced_grid_reaching_one_is_one_program_from_one_trace():
@@ -85,7 +86,7 @@ def test_a_norm_over_a_grid_reaching_one_keeps_every_size():
     model = GlobalResponseNorm().eval()
     x = torch.randn(2, 3, 40, 64)
     spec = ({2: Dim.AUTO, 3: Dim.AUTO},)
-    first = trace(model, (x,), None, normalize_spec(spec, model, (x,), None), "cascade", 2.0)
+    first = trace(model, (x,), None, normalize_spec(spec, model, (x,), None), ExportSettings(timeout=2.0))
     assert any("vector_norm" in rule for rule, _, _ in first.torch_env.unguarded_answers)
     program = shapeproof.export(model, (x,), dynamic_shapes=spec)
     for h, w in [(8, 8), (15, 8), (8, 64), (16, 16), (40, 64), (100, 9)]:     # grid 1x1 .. 12x8
@@ -112,7 +113,7 @@ class WindowCrop(torch.nn.Module):
 def test_contiguous_after_cropping_a_pad_keeps_every_size():
     model, x = WindowCrop(), torch.randn(2, 10, 13, 3)
     spec = ({1: Dim.AUTO, 2: Dim.AUTO},)
-    first = trace(model, (x,), None, normalize_spec(spec, model, (x,), None), "cascade", 2.0)
+    first = trace(model, (x,), None, normalize_spec(spec, model, (x,), None), ExportSettings(timeout=2.0))
     assert any(rule.startswith("not contiguous in ") for rule, _, _ in first.torch_env.unguarded_answers)
     program = shapeproof.export(model, (x,), dynamic_shapes=spec)
     for h, w in [(8, 8), (10, 13), (12, 5), (3, 3), (16, 16), (4, 9)]:       # padded or not, in each dim
@@ -164,14 +165,14 @@ def test_an_or_whose_value_does_not_depend_on_the_comparison_is_not_a_guard():
         assert torch.equal(program.module()(sample), model(sample))
     spec = ({1: Dim("T", min=4, max=64)},)
     first = trace(ScaledUnlessShort(always=False), (x,), None,
-                  normalize_spec(spec, ScaledUnlessShort(False), (x,), None), "cascade", 2.0)
+                  normalize_spec(spec, ScaledUnlessShort(False), (x,), None), ExportSettings(timeout=2.0))
     assert first.report.violations or first.report.restrictions      # then T // 4 > 1 decides
 
 
 def test_a_comparison_the_value_depends_on_stays_a_guard():
     model, x = CausalWhenLong(causal=True), torch.randn(2, 32)
     spec = ({1: Dim("T", min=4, max=64)},)
-    first = trace(model, (x,), None, normalize_spec(spec, model, (x,), None), "cascade", 2.0)
+    first = trace(model, (x,), None, normalize_spec(spec, model, (x,), None), ExportSettings(timeout=2.0))
     assert not any(rule == "short circuit" for rule, _, _ in first.torch_env.unguarded_answers)
     assert first.report.violations or first.report.restrictions      # q_len > 1 fails at T in 4..7
 
@@ -202,6 +203,7 @@ def test_an_assertion_in_the_users_code_is_never_a_layout_question():
 
     x = torch.randn(2, 32)
     spec = ({1: Dim("T", min=8, max=64)},)
-    first = trace(Checked(), (x,), None, normalize_spec(spec, Checked(), (x,), None), "cascade", 2.0)
+    first = trace(Checked(), (x,), None, normalize_spec(spec, Checked(), (x,), None),
+                  ExportSettings(timeout=2.0))
     assert not first.torch_env.unguarded_answers
     assert first.report.violations or first.report.restrictions      # T // 8 is 1 for T in 8..15

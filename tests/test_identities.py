@@ -11,9 +11,11 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F_nn
-from shapeproof.export.identities import RULES
-from shapeproof.export.merge import serves
-from shapeproof.export.regions import input_sizes, inputs_at, set_input_checks, trace
+from shapeproof.export.programs.identities import RULES
+from shapeproof.export.programs.merge import serves
+from shapeproof.export.search.inputs import input_sizes, inputs_at
+from shapeproof.export.settings import ExportSettings
+from shapeproof.export.search.traces import set_input_checks, trace
 from shapeproof.export.specs import normalize_spec
 from torch.export import Dim
 
@@ -39,11 +41,11 @@ class Branch(torch.nn.Module):
 
 def _traces(model, example, spec, *points):
     spec = normalize_spec(spec, model, (example,), None)
-    first = trace(model, (example,), None, spec, "cascade", 2.0)
+    first = trace(model, (example,), None, spec, ExportSettings(timeout=2.0))
     out = [first]
     for p in points:
         args, kwargs = inputs_at(model, (example,), None, input_sizes(first.sizes, {**first.point, **p}))
-        out.append(trace(model, args, kwargs, spec, "cascade", 2.0))
+        out.append(trace(model, args, kwargs, spec, ExportSettings(timeout=2.0)))
     return out
 
 

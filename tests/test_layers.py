@@ -6,57 +6,38 @@ use it through its facade like the layers above, and the environment imports non
 """
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 import shapeproof.shapes
 import shapeproof.shapes.apps
 import shapeproof.solver
+from bench.layers import (
+    FOUNDATIONS, LAYERS, ORDER, PICTURE, ROOT, imported_modules, imports, known_modules, module_graph,
+    picture, unit_files, unit_of,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
-# bottom to top; a unit is a package folder without its subpackages that are units themselves
-ORDER = ["solver", "shapes", "shapes.apps", "tracer", "export"]
 FACADES = {"solver": set(shapeproof.solver.__all__), "shapes": set(shapeproof.shapes.__all__),
            "shapes.apps": set(shapeproof.shapes.apps.__all__)}
-
-
-def _imports(path: Path, root: Path = ROOT):
-    """(module, names) for every import in ``path``, relative ones resolved inside ``shapeproof``."""
-    tree = ast.parse(path.read_text())
-    package = ["shapeproof", *path.relative_to(root).parent.parts]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield alias.name, ()
-        elif isinstance(node, ast.ImportFrom):
-            base = package[:len(package) - node.level + 1] if node.level else []
-            module = ".".join(base + ([node.module] if node.module else []))
-            yield module, tuple(a.name for a in node.names)
-
-
-def _unit_of(module: str) -> str | None:
-    """The unit ``shapeproof.<unit>...`` belongs to: the longest unit name it starts with."""
-    units = [u for u in ORDER if module == f"shapeproof.{u}" or module.startswith(f"shapeproof.{u}.")]
-    return max(units, key=len, default=None)
-
-
-def _unit_files(unit: str, root: Path = ROOT) -> list[Path]:
-    folder = root.joinpath(*unit.split("."))
-    inner = [root.joinpath(*u.split(".")) for u in ORDER if u.startswith(unit + ".")]
-    return sorted(p for p in folder.rglob("*.py") if not any(p.is_relative_to(f) for f in inner))
+def _in_tree(unit: str, module: str) -> bool:
+    """Whether ``module`` is ``unit``'s package or below it (``shapes.apps`` is not in ``shapes``' tree)."""
+    name = f"shapeproof.{unit}"
+    inner = [f"shapeproof.{u}" for u in FACADES if u.startswith(unit + ".")]
+    return (module == name or module.startswith(name + ".")) and not any(
+        module == i or module.startswith(i + ".") for i in inner)
 
 
 def upward_imports(unit: str, root: Path = ROOT) -> list[str]:
     """Imports in ``unit`` of a unit above it."""
-    above = ORDER[ORDER.index(unit) + 1:]
+    above, known = ORDER[ORDER.index(unit) + 1:], known_modules(root)
     wrong = []
-    for path in _unit_files(unit, root):
-        for module, names in _imports(path, root):
-            named = [_unit_of(f"shapeproof.{n}") for n in names] if module == "shapeproof" else []
-            targets = [_unit_of(module), *named]
-            wrong += [f"{path.relative_to(root)}: {module} ({t})" for t in targets if t in above]
+    for path in unit_files(unit, root):
+        for module, names in imports(path, root):
+            targets = [unit_of(m) for m in imported_modules(module, names, known)]
+            wrong += [f"{path.relative_to(root)}: {module} ({t})" for t in dict.fromkeys(targets)
+                      if t in above]
     return wrong
 
 
@@ -64,9 +45,9 @@ def imports_past_the_facade(lower: str, root: Path = ROOT) -> list[str]:
     """Imports of ``lower``'s modules by the units above it other than through ``lower``'s facade."""
     wrong = []
     for unit in ORDER[ORDER.index(lower) + 1:]:
-        for path in _unit_files(unit, root):
-            for module, names in _imports(path, root):
-                if _unit_of(module) != lower:
+        for path in unit_files(unit, root):
+            for module, names in imports(path, root):
+                if not _in_tree(lower, module):
                     continue
                 where = f"{path.relative_to(root)}: {module}"
                 if module != f"shapeproof.{lower}":
@@ -78,7 +59,7 @@ def imports_past_the_facade(lower: str, root: Path = ROOT) -> list[str]:
 
 @pytest.mark.parametrize("unit", ORDER)
 def test_no_unit_imports_one_above_it(unit):
-    assert _unit_files(unit)
+    assert unit_files(unit)
     assert not upward_imports(unit), "imports of a unit above:\n" + "\n".join(upward_imports(unit))
 
 
@@ -89,10 +70,10 @@ def test_units_above_use_only_the_facade_below(lower):
 
 
 def test_the_environment_stands_alone_and_the_applications_sit_above_it():
-    environment = {p.name for p in _unit_files("shapes")}
+    environment = {p.name for p in unit_files("shapes")}
     applications = {"service.py", "endpoints.py", "workers.py", "html_report.py", "torch_messages.py"}
     assert {"env.py", "explain.py", "fixes.py", "report.py"} <= environment
-    assert applications <= {p.name for p in _unit_files("shapes.apps")}
+    assert applications <= {p.name for p in unit_files("shapes.apps")}
     assert not environment & applications
 
 
@@ -111,3 +92,57 @@ def test_the_checks_find_what_they_look_for(tmp_path):
     assert imports_past_the_facade("shapes", tmp_path) == ["shapes/apps/wrong.py: shapeproof.shapes.explain"]
     assert imports_past_the_facade("shapes.apps", tmp_path) == [
         "export/wrong.py: shapeproof.shapes.apps.html_report"]
+
+
+# -- inside the layers ------------------------------------------------------------------------------------
+
+def cycles(root: Path = ROOT) -> list[list[str]]:
+    """The import cycles among the layers' modules (functions' and ``TYPE_CHECKING`` imports counted)."""
+    graph = nx.DiGraph([(a, b) for a, targets in module_graph(root).items() for b in targets])
+    return sorted(sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1)
+
+
+def test_no_module_imports_itself_back():
+    assert cycles() == []
+
+
+def test_the_cycle_check_finds_a_cycle(tmp_path):
+    for layer in LAYERS:
+        (tmp_path / layer).mkdir()
+    (tmp_path / "solver" / "a.py").write_text("def f():\n    from .b import g\n")
+    (tmp_path / "solver" / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                              "    from .a import f\n")
+    assert cycles(tmp_path) == [["shapeproof.solver.a", "shapeproof.solver.b"]]
+
+
+def test_every_unit_has_modules_and_the_foundations_exist():
+    for unit in ORDER:
+        assert unit_files(unit), unit
+    for layer, names in FOUNDATIONS.items():
+        assert {p.stem for p in unit_files(f"{layer}.foundations")} == names
+
+
+# files a package docstring says must be longer than the limit, and why
+_LONG = {"solver/language/nodes.py"}
+
+
+@pytest.mark.parametrize("layer", ["solver", "tracer", "export"])
+def test_rooms_stay_small(layer):
+    """No file over 700 lines (but those whose package says why), no folder with more than 15 modules."""
+    folders = {p.parent for p in (ROOT / layer).rglob("*.py")}
+    for folder in folders:
+        modules = list(folder.glob("*.py"))
+        assert len(modules) <= 15, f"{folder.relative_to(ROOT)} has {len(modules)} modules"
+        for path in modules:
+            name = str(path.relative_to(ROOT))
+            if name in _LONG:
+                assert path.stem in (folder / "__init__.py").read_text(), f"{name}: its package says why"
+                continue
+            assert len(path.read_text().splitlines()) <= 700, f"{name} is over 700 lines"
+
+
+def test_the_picture_matches_the_tree():
+    """The architecture page's picture of the packages is the one the code draws
+    (``python -m bench.layers --write`` draws it again)."""
+    assert PICTURE.read_text() == picture()
+    assert PICTURE.name in (ROOT / "docs" / "pages" / "architecture.md").read_text()

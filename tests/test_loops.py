@@ -1,4 +1,4 @@
-"""Python loops over a size rolled into one ``scan`` (tracer/loops.py, tracer/loop_sites.py; issue 42).
+"""Python loops over a size rolled into one ``scan`` (tracer/control/loops.py, loop_sites.py; issue 42).
 
 Each idiom is a small model exported over a dynamic length: the program holds
 one ``scan`` and no unrolled copy of the body, comes from one trace, and
@@ -17,7 +17,8 @@ from torch.export import Dim
 
 import shapeproof
 from shapeproof.export.errors import ExportError
-from shapeproof.export.regions import trace
+from shapeproof.export.settings import ExportSettings
+from shapeproof.export.search.traces import trace
 
 torch.manual_seed(0)
 LENGTHS = (1, 2, 24, 100, 512)
@@ -38,7 +39,7 @@ def _matches_eager(model, program, inputs, atol=1e-5) -> None:
 
 def _rolled(model, args, spec):
     """The first trace of an export and the loops it rolled."""
-    first = trace(model, args, None, spec, "cascade", 2.0)
+    first = trace(model, args, None, spec, ExportSettings(timeout=2.0))
     return first, first.torch_env.loop_rolling
 
 

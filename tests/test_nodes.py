@@ -1,4 +1,4 @@
-"""The node table (``solver/nodes.py``): every row fills every column, and every column agrees with
+"""The node table (``solver/language/nodes.py``): every row fills every column, and every column agrees with
 ``python``.
 
 This is where the interpreters used to drift apart (guard code, z3, numpy,
@@ -13,12 +13,12 @@ import sympy
 import z3
 from sympy import Integer
 
-from shapeproof.solver import interval_math as I
-from shapeproof.solver.evaluate import Undefined, evaluate_term, holds
-from shapeproof.solver.guard_code import _Printer
-from shapeproof.solver.nodes import TABLE, Defining, FloatPow, FSqrt, ISqrt, Kind, Row, Unmodelled
-from shapeproof.solver.parse import parse_condition, parse_term
-from shapeproof.solver.terms import symbol, term_str
+from shapeproof.solver.language import interval_math as I
+from shapeproof.solver.language.evaluate import Undefined, evaluate_term, holds
+from shapeproof.solver.language.guard_code import _Printer
+from shapeproof.solver.language.nodes import TABLE, Defining, FloatPow, FSqrt, ISqrt, Kind, Row, Unmodelled
+from shapeproof.solver.language.parse import parse_condition, parse_term
+from shapeproof.solver.language.terms import symbol, term_str
 
 COLUMNS = ("python", "numpy", "interval", "z3", "torch", "text", "code", "defined")
 ROWS = sorted(TABLE.values(), key=lambda r: r.cls.__name__)
@@ -164,7 +164,7 @@ def _solve(ctx, facts):
 
 def _node(row: Row, args):
     """The node over constants (floats as float constants) and the symbols standing for the int ones."""
-    from shapeproof.solver.floats import float_const
+    from shapeproof.solver.language.floats import float_const
     if row.kind is Kind.FLOAT_CONST:
         return float_const(args[0]), {}
     names = [symbol(f"x{i}") for i in range(len(args))]

@@ -14,8 +14,8 @@ import pytest
 import shapeproof
 import torch
 import torch.nn.functional as F_nn
-from shapeproof.export.package import PackageError, check_guard_code, check_sympy_text
-from shapeproof.export.split import load_split
+from shapeproof.export.search.package import PackageError, check_guard_code, check_sympy_text
+from shapeproof.export.search.split import load_split
 from torch.export import Dim
 
 

@@ -1,5 +1,5 @@
 """Pad-to-multiple branches a trace does not merge export as one program: the padding program serves the
-regions without padding (``export/merge.py``).
+regions without padding (``export/programs/merge.py``).
 
 The models are the Swin pattern: ``if H % ws or W % ws: pad``, window
 partition, and ``x[:, :H, :W]`` to undo the padding, at one stage and at
@@ -16,7 +16,7 @@ import pytest
 import shapeproof
 import torch
 import torch.nn.functional as F_nn
-from shapeproof.export.split import SplitProgram
+from shapeproof.export.search.split import SplitProgram
 from torch.export import Dim
 
 # pad branches here stand for every branch a trace cannot merge itself (see the fixture)
@@ -394,7 +394,7 @@ def test_the_narrowing_traces_where_every_guard_that_may_merge_is_on_its_other_s
     on H) comes from a point where no pad guard holds: every merging guard flips there, not only those
     still in doubt; where they cannot all flip, the doubtful ones do."""
     from shapeproof import solver as F
-    from shapeproof.export.narrow import _Narrower
+    from shapeproof.export.search.narrow import _Narrower
     from shapeproof.solver import FloorDiv, Mod, symbol, truth
 
     h, w = symbol("H"), symbol("W")
@@ -463,8 +463,8 @@ def test_a_side_the_group_serves_without_serving_the_first_program_is_not_flippe
     from types import SimpleNamespace
 
     from shapeproof import solver as F
-    from shapeproof.export.merge import Merge
-    from shapeproof.export.narrow import _Narrower
+    from shapeproof.export.programs.merge import Merge
+    from shapeproof.export.search.narrow import _Narrower
     from shapeproof.solver import FloorDiv, Mod, symbol
 
     h, w = symbol("H"), symbol("W")
@@ -487,7 +487,7 @@ def test_a_side_the_group_serves_without_serving_the_first_program_is_not_flippe
 def test_the_widest_range_search_traces_near_the_example_when_the_ranges_reach_far(monkeypatch):
     """A declared range reaching sizes whose inputs would not fit in memory: every trace the search for
     one program makes stays near the example, as the region search's do, and no probe fails on them."""
-    from shapeproof.export import narrow
+    from shapeproof.export.search import narrow
     traced = []
     real = narrow.inputs_at
 
@@ -512,8 +512,8 @@ def test_the_guards_of_one_branch_asked_in_every_block_are_settled_by_one_trace(
     from types import SimpleNamespace
 
     from shapeproof import solver as F
-    from shapeproof.export.merge import Merge
-    from shapeproof.export.narrow import _Narrower
+    from shapeproof.export.programs.merge import Merge
+    from shapeproof.export.search.narrow import _Narrower
     from shapeproof.solver import FloorDiv, Mod, symbol
 
     h, w = symbol("H"), symbol("W")

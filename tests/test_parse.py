@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from shapeproof.solver import ParseError, holds, parse, parse_condition, parse_term
-from shapeproof.solver.formula import formula_str
+from shapeproof.solver.language.formula import formula_str
 
 # text, a point, whether the guard holds there (checked with the reference evaluator)
 ACCEPTED = [

@@ -6,7 +6,7 @@ import re
 import pytest
 import shapeproof
 import torch
-from shapeproof.export import regions
+from shapeproof.export.search import regions
 from shapeproof.tracer.probe import failure_at
 from torch.export import Dim
 

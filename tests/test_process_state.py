@@ -26,10 +26,10 @@ from torch.export import Dim
 import shapeproof
 from shapeproof.export import ExportError
 from shapeproof.tracer.exact_cancel import exact_cancellation
-from shapeproof.tracer.hintless import hintless_views
+from shapeproof.tracer.sizes.hintless import hintless_views
 from shapeproof.tracer.patching import on_engine_thread
 from shapeproof.tracer.sym_expr_cache import cached_sym_exprs
-from shapeproof.tracer.user_globals import symbolic_user_names
+from shapeproof.tracer.sizes.user_globals import symbolic_user_names
 
 PYTHON_RANGE, PYTHON_INT, PYTHON_SQRT = builtins.range, builtins.int, math.sqrt
 

@@ -5,7 +5,7 @@ import pytest
 import shapeproof
 from export_cases import CASES
 from shapeproof.shapes.querylog import read_log, replay, to_log, write_log
-from shapeproof.solver.parse import parse_condition
+from shapeproof.solver.language.parse import parse_condition
 from shapeproof.tracer import strategy_named
 
 _BY_NAME = {c.name: c for c in CASES}

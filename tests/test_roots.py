@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from shapeproof.solver import STRATEGIES, Max, Status, prove, symbol
 from shapeproof.solver import floats as FL
-from shapeproof.solver.evaluate import Undefined, evaluate_term, truth
-from shapeproof.solver.nodes import ISqrt
-from shapeproof.solver.parse import parse_condition, parse_term
-from shapeproof.solver.problem import Problem
+from shapeproof.solver.language.evaluate import Undefined, evaluate_term, truth
+from shapeproof.solver.language.nodes import ISqrt
+from shapeproof.solver.language.parse import parse_condition, parse_term
+from shapeproof.solver.problems.problem import Problem
 from shapeproof.tracer import TorchStrategy
 
 from brute import brute_force

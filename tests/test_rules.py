@@ -13,8 +13,8 @@ import sympy
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from shapeproof.solver import FloorDiv, Max, Min, Mod, Undefined, evaluate_term, parse_term, symbol
-from shapeproof.solver.rules import RULES
-from shapeproof.solver.tight import TightBounds
+from shapeproof.solver.problems.rules import RULES
+from shapeproof.solver.problems.tight import TightBounds
 
 VARIABLES = [symbol(n) for n in "abckq"]
 
@@ -88,8 +88,8 @@ def test_questions_over_one_box_share_normal_forms_and_still_name_their_rules():
     """A trace's questions share nested pad subterms over one box: each normal form is computed once and
     shared (hf_swinv2's trace at 53 x 53: solver 15.2 -> 9.6 s), and a question that finds a form gets
     the reduction, and the rule names, it would have computed alone."""
-    from shapeproof.solver.problem import Problem
-    from shapeproof.solver.rewrite import Reductions, reduce_problem
+    from shapeproof.solver.problems.problem import Problem
+    from shapeproof.solver.strategies.rewrite import Reductions, reduce_problem
 
     ranges = {"H": (32, 256), "W": (32, 256)}
     pad = "((4 - ((1 + (H - H % 4) // 4) % 4)) % 4)"

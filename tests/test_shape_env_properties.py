@@ -18,8 +18,8 @@ from sympy import Integer
 from shapeproof.shapes import ShapeEnv, Source
 from shapeproof.shapes.report import _roots, lift
 from shapeproof.solver import FloorDiv, Max, Min, Mod, Status, symbol
-from shapeproof.solver.evaluate import truth
-from shapeproof.solver.formula import conj, disj, rel, substitute
+from shapeproof.solver.language.evaluate import truth
+from shapeproof.solver.language.formula import conj, disj, rel, substitute
 
 X, Y = symbol("x"), symbol("y")
 

@@ -20,7 +20,7 @@ from torch.export import Dim  # noqa: E402
 import shapeproof  # noqa: E402
 from shapeproof.export import ExportError  # noqa: E402
 from shapeproof.shapes import DataDependentError  # noqa: E402
-from shapeproof.tracer.size_values import Algebra  # noqa: E402
+from shapeproof.tracer.sizes.size_values import Algebra  # noqa: E402
 
 
 def _pad1d(x, paddings, mode="reflect"):

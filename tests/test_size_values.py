@@ -11,9 +11,9 @@ import sympy
 
 pytest.importorskip("torch")
 
-from shapeproof.solver.bounds import bound
-from shapeproof.solver.terms import symbol
-from shapeproof.tracer.size_values import FLOAT32, FLOAT64, Algebra, BoolValue, IntValue, NotTracked
+from shapeproof.solver.problems.bounds import bound
+from shapeproof.solver.language.terms import symbol
+from shapeproof.tracer.sizes.size_values import FLOAT32, FLOAT64, Algebra, BoolValue, IntValue, NotTracked
 from shapeproof.tracer.sympy_bridge import to_term
 from shapeproof.tracer.torch_internals import Max, Min
 

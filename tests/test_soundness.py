@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from shapeproof.tracer import TorchStrategy  # strategy "torch" is held to the same standard
 from shapeproof.solver import STRATEGIES, CeilDiv, FloorDiv, Max, Min, Mod, Status, TruncDiv, prove, symbol
-from shapeproof.solver.formula import conj, disj, neg, rel
-from shapeproof.solver.problem import Problem
-from shapeproof.solver.evaluate import truth
+from shapeproof.solver.language.formula import conj, disj, neg, rel
+from shapeproof.solver.problems.problem import Problem
+from shapeproof.solver.language.evaluate import truth
 
 from brute import brute_force
 

@@ -10,11 +10,12 @@ import pytest
 import shapeproof
 import torch
 import torch.nn.functional as F_nn
-from shapeproof.export.regions import check_partition, python_guard
-from shapeproof.export.split import SplitProgram, load_split
-from shapeproof.solver.evaluate import truth
-from shapeproof.solver.parse import parse_condition
-from shapeproof.solver.terms import symbol
+from shapeproof.export.search.checks import python_guard
+from shapeproof.export.search.regions import check_partition
+from shapeproof.export.search.split import SplitProgram, load_split
+from shapeproof.solver.language.evaluate import truth
+from shapeproof.solver.language.parse import parse_condition
+from shapeproof.solver.language.terms import symbol
 from torch.export import Dim
 
 __shapeproof_user_code__ = True
@@ -240,7 +241,7 @@ def test_the_next_trace_is_taken_near_the_example_where_a_dim_has_no_upper_end()
     the search), so the next trace is taken near the first example where the regions leave room."""
     from types import SimpleNamespace
 
-    from shapeproof.export.regions import NEAR, NEAR_SLACK, _next_point, near
+    from shapeproof.export.search.regions import NEAR, NEAR_SLACK, _next_point, near
 
     t = symbol("T")
     first = SimpleNamespace(point={"T": 30}, branches=[], region=None)
@@ -259,7 +260,7 @@ def test_the_next_trace_crosses_as_few_guards_as_it_can():
     model cannot trace); the next trace is taken next to the example instead: W = 32, the rest as there."""
     from types import SimpleNamespace
 
-    from shapeproof.export.regions import _next_point
+    from shapeproof.export.search.regions import _next_point
 
     h, w = symbol("H"), symbol("W")
     first = SimpleNamespace(point={"H": 64, "W": 64}, branches=[], region=None)
@@ -270,7 +271,7 @@ def test_the_next_trace_crosses_as_few_guards_as_it_can():
 
 def test_what_a_region_accepts_is_counted_up_to_a_million_sizes_and_estimated_past_them():
     from shapeproof import solver as S
-    from shapeproof.export.regions import accepted_sizes
+    from shapeproof.export.search.checks import accepted_sizes
 
     h, w = S.symbol("h"), S.symbol("w")
     region = S.conj(S.le(h, 3), S.ne(S.Mod(w, 3), 1))

@@ -17,8 +17,8 @@ from torch.export import Dim
 import shapeproof
 from shapeproof.export import ExportError
 from shapeproof.tracer.patching import engine_thread
-from shapeproof.tracer.symbolic_casts import SymbolicInt
-from shapeproof.tracer.user_globals import only_called, symbolic_user_names
+from shapeproof.tracer.sizes.symbolic_casts import SymbolicInt
+from shapeproof.tracer.sizes.user_globals import only_called, symbolic_user_names
 
 
 def _root(n, spelling):

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 
 from shapeproof.solver import STRATEGIES, Status, parse_condition, parse_term, prove
-from shapeproof.solver.cascade import Cascade
-from shapeproof.solver.enumerate import EnumerateStrategy, holds_along
-from shapeproof.solver.problem import Deadline, Problem
-from shapeproof.solver.terms import symbol
-from shapeproof.solver.strategy import Strategy, unknown
+from shapeproof.solver.strategies.cascade import Cascade
+from shapeproof.solver.strategies.enumerate import EnumerateStrategy, holds_along
+from shapeproof.solver.problems.deadline import Deadline
+from shapeproof.solver.problems.problem import Problem
+from shapeproof.solver.language.terms import symbol
+from shapeproof.solver.problems.strategy import Strategy, unknown
 
 P, R = Status.PROVEN, Status.REFUTED
 
@@ -136,7 +137,7 @@ def test_probe_refutes_at_the_low_end_of_an_unbounded_range_without_search():
 def test_the_probe_screens_its_points_together_and_keeps_only_what_python_confirms():
     """The screen is numpy's exact evaluator; where its values would leave int64 the points are checked in
     Python one by one, and a point is never taken on the screen's word alone."""
-    from shapeproof.solver.probe import ProbeStrategy
+    from shapeproof.solver.strategies.probe import ProbeStrategy
 
     screened = prove("x > 5 or y < 2", ranges={"x": (1, None), "y": (0, None)}, facts=["y == x + 1"],
                      strategy=ProbeStrategy())
@@ -152,7 +153,7 @@ def test_enumeration_reuses_a_box_s_node_values_without_changing_any_verdict(mon
     """One evaluator per recent box keeps its nodes' values between questions; every verdict must be the
     one a fresh strategy gives, the smallest counterexample included, also when evaluators are dropped
     for holding too much."""
-    from shapeproof.solver import enumerate as enumeration
+    from shapeproof.solver.strategies import enumerate as enumeration
 
     ranges = {"H": (1, 300), "W": (1, 200)}
     goals = ["(H // 7) * 7 + H % 7 == H", "((H + 6) // 7) * ((W + 6) // 7) != 12",
@@ -237,7 +238,7 @@ def test_a_large_box_of_cheap_terms_is_enumerated_before_z3():
     """350,000 points (a batch dim and two image dims), each subterm over one or two of them: the grid
     costs far fewer array elements than points times nodes, so the cascade enumerates it instead of
     asking z3; a box whose grid is costly is still refused by that stage."""
-    from shapeproof.solver.enumerate import grid_work
+    from shapeproof.solver.strategies.enumerate import grid_work
 
     ranges = {"B": (2, 8), "H": (32, 256), "W": (32, 256)}
     goal = "(B % (B*(H // 16)*(W // 16))) != 0"
@@ -261,7 +262,7 @@ def test_a_large_box_of_cheap_terms_is_enumerated_before_z3():
 def test_the_probe_evaluates_one_boxs_facts_once_for_all_its_questions():
     """A trace's questions share their box (hence the probe's points) and their facts: one evaluator per
     box serves them all, answering as a fresh probe does; releasing the strategy drops it."""
-    from shapeproof.solver.probe import ProbeStrategy
+    from shapeproof.solver.strategies.probe import ProbeStrategy
 
     ranges = {"H": (1, 300), "W": (1, 200)}
     facts = ("(H // 7) * (W // 7) >= 0",)

@@ -120,7 +120,7 @@ def test_real_guards_from_a_trace_hold_at_the_example():
 def test_each_relation_carries_only_the_divisors_of_its_own_sides():
     """A fact ``s0 > 5`` converted after ``s0 / x`` must not need ``x != 0`` (it did: every divisor seen so
     far)."""
-    from shapeproof.solver.formula import relations
+    from shapeproof.solver.language.formula import relations
 
     shared = T.IntTrueDiv(s0, x)
     f = to_condition(sympy.And(sympy.Lt(shared, 2), sympy.Gt(s0, 5), sympy.Ne(shared + 1, 0)))

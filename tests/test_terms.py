@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from shapeproof.solver import CeilDiv, FloorDiv, Max, Min, Mod, TruncDiv, Undefined, evaluate_term, symbol
-from shapeproof.solver.terms import divisors, term_str
-from shapeproof.solver.parse import parse_term
+from shapeproof.solver.language.terms import divisors, term_str
+from shapeproof.solver.language.parse import parse_term
 
 x, y = symbol("x"), symbol("y")
 VALUES = range(-9, 10)
@@ -90,7 +90,7 @@ def test_expanded_is_sympys_deep_expansion_and_remembers_subterms(text):
     subterm once across calls."""
     import sympy
 
-    from shapeproof.solver.terms import _expanded, expanded
+    from shapeproof.solver.language.terms import _expanded, expanded
 
     term = parse_term(text)
     assert expanded(term) == sympy.expand(term)
@@ -110,7 +110,7 @@ def test_symbols_in_is_free_symbols_and_remembers_subterms(text):
     kept across calls (the remembered one is what a later relation over the same subterm gets)."""
     import sympy
 
-    from shapeproof.solver.terms import _symbols, symbols_in
+    from shapeproof.solver.language.terms import _symbols, symbols_in
 
     term = parse_term(text)
     assert symbols_in(term) == term.free_symbols

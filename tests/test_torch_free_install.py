@@ -111,3 +111,27 @@ def test_the_report_templates_are_installed(venv):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "<title>&lt;T&gt;</title>" in done.stdout
     assert '<span class="chip">T = 2</span>' in done.stdout        # the guard is T % 4 == 0 (T was 8)
+
+
+@pytest.mark.slow
+def test_the_wheel_holds_every_subpackage_and_says_it_is_typed(venv):
+    """The package list is found, not written out: every folder of a layer with an ``__init__.py`` is in the
+    install (those without torch import there), with ``py.typed`` for the users' type checkers."""
+    subpackages = sorted(".".join(["shapeproof", *p.parent.relative_to(REPO).parts])
+                         for layer in ("solver", "shapes", "tracer", "export")
+                         for p in (REPO / layer).rglob("__init__.py"))
+    assert {"shapeproof.solver.language", "shapeproof.tracer.control", "shapeproof.export.search"} <= set(
+        subpackages)
+    code = ("import importlib, json, pathlib, shapeproof\n"
+            f"names = {subpackages!r}\n"
+            "root = pathlib.Path(shapeproof.__file__).parent\n"
+            "found = {n: root.joinpath(*n.split('.')[1:], '__init__.py').exists() for n in names}\n"
+            "typed = (root / 'py.typed').exists()\n"
+            "torch_free = [n for n in names if n.split('.')[1] in ('solver', 'shapes')]\n"
+            "for n in torch_free: importlib.import_module(n)\n"
+            "print(json.dumps({'found': found, 'typed': typed, 'imported': torch_free}))\n")
+    done = _run(venv / "python", "-c", code)
+    assert done.returncode == 0, done.stderr[-2000:]
+    answer = json.loads(done.stdout)
+    assert answer["typed"] and all(answer["found"].values()), answer["found"]
+    assert "shapeproof.solver.strategies" in answer["imported"]

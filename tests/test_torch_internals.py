@@ -158,7 +158,7 @@ def test_fake_tensors_keep_constant_and_mode():
 
 def test_recurrent_ops_are_decomposed_by_python_kernels():
     """rnn_shapes wraps these kernels; torch must still register the decomposition under these keys."""
-    from shapeproof.tracer.rnn_shapes import _KEYS, RNN_OPS
+    from shapeproof.tracer.sizes.rnn_shapes import _KEYS, RNN_OPS
 
     for op in RNN_OPS:
         for table in door.OPERATOR_KERNEL_TABLES:
@@ -284,7 +284,7 @@ def test_bool_of_a_symbool_reaches_evaluate_expr_through_the_pinned_path():
 
 
 def test_scan_compiles_its_body_through_a_nested_function():
-    """A rolled loop (tracer/loops.py) clears dynamo's cache for this code around each scan it makes."""
+    """A rolled loop (tracer/control/loops.py) clears dynamo's cache for this code around each scan."""
     assert door.scan_compiled_code().co_name == door.SCAN_COMPILED_FUNCTION
 
 

@@ -9,8 +9,9 @@ import time
 import pytest
 import shapeproof
 import torch
-from shapeproof.export import regions, trace_pool
-from shapeproof.export.regions import LocalTrace, Trace, trace
+from shapeproof.export.search import regions, trace_pool
+from shapeproof.export.settings import ExportSettings
+from shapeproof.export.search.traces import LocalTrace, Trace, trace
 from torch.export import Dim
 
 __shapeproof_user_code__ = True
@@ -113,7 +114,7 @@ def test_a_search_goes_on_when_every_child_fails(always_side_by_side, monkeypatc
 
 def test_a_shipped_trace_reads_as_the_trace_it_was(always_side_by_side):
     model = Scaled()
-    first = trace(model, (torch.randn(2, 4, 4),), None, SCALED_SPEC, "cascade", 1.0)
+    first = trace(model, (torch.randn(2, 4, 4),), None, SCALED_SPEC, ExportSettings(timeout=1.0))
     assert first.program is not None
     back = regions._unshipped(regions._shipped(first, model), model, first.started_from)
     assert type(back) is Trace
@@ -137,7 +138,7 @@ def test_a_shipped_trace_reads_as_the_trace_it_was(always_side_by_side):
 
 def test_a_failure_in_a_child_comes_back_as_its_first_line():
     model = Scaled()
-    first = trace(model, (torch.randn(2, 4, 4),), None, SCALED_SPEC, "cascade", 1.0)
+    first = trace(model, (torch.randn(2, 4, 4),), None, SCALED_SPEC, ExportSettings(timeout=1.0))
     data = regions._shipped(first, model)
     data["program"], data["failure"] = None, "RuntimeError: no trace here"
     back = regions._unshipped(data, model, first.started_from)

@@ -1,4 +1,4 @@
-"""Index maps of view chains (tracer/view_maps.py) against eager PyTorch.
+"""Index maps of view chains (tracer/control/view_maps.py) against eager PyTorch.
 
 Random chains of indexing, transposes, permutes, unsqueezes, squeezes,
 reshapes and cats of pieces are run on a tensor of distinct values; wherever
@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shapeproof import solver as S
-from shapeproof.tracer import view_maps as VM
+from shapeproof.tracer.control import view_maps as VM
 
 
 class Concrete:

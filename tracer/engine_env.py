@@ -49,20 +49,20 @@ from shapeproof.shapes import (
     DataDependentError, DimKind, Provenance, ShapeEnv, Source, capture, is_user_frame,
 )
 
-from .branch_merge import BranchMerging
+from .control.branch_merge import BranchMerging
 from .data_errors import annotated
 from .exact_cancel import exact_cancellation
 from .fake_mode import EngineFakeTensorMode
-from .hintless import hintless_answer, hintless_views
-from .rnn_shapes import symbolic_rnns
-from .size_asserts import sizes_checked_against_inputs
-from .loop_bodies import loop_bodies_unfollowed
-from .loops import LoopRolling
-from .short_circuits import short_circuit_answer
-from .size_tracking import SizeTracker
+from .sizes.hintless import hintless_answer, hintless_views
+from .sizes.rnn_shapes import symbolic_rnns
+from .sizes.size_asserts import sizes_checked_against_inputs
+from .control.loop_bodies import loop_bodies_unfollowed
+from .control.loops import LoopRolling
+from .control.short_circuits import short_circuit_answer
+from .sizes.size_tracking import SizeTracker
 from .patching import engine_thread, tracing_turn
 from .sym_expr_cache import cached_sym_exprs
-from .user_globals import symbolic_user_names
+from .sizes.user_globals import symbolic_user_names
 from .sympy_bridge import Conversions, UnsupportedExpression, bounds_of
 from .torch_internals import (
     BOOL_GUARD_PATH, FORCED_SPECIALIZATIONS, PRETTIFY_RESULTS, SOLVE_CONSTRAINTS, GuardOnDataDependentSymNode,

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import torch
 
-from .size_tracking import SizeTracker
+from .sizes.size_tracking import SizeTracker
 from .sympy_bridge import divides
 from .torch_internals import FakeTensorMode, HigherOrderOperator, OpOverload, SymNode
 

@@ -3,7 +3,7 @@
 torch's ShapeEnv speaks sympy with its own functions
 (``torch.utils._sympy.functions``); the engine speaks ``shapeproof.solver``
 terms with exact Python semantics.  Which torch class is which engine node is
-the ``names`` column of ``shapeproof.solver.nodes`` (torch's class names are
+the ``names`` column of ``shapeproof.solver.language.nodes`` (torch's class names are
 the spellings guard text uses); conversion is memoized per call so shared
 subexpressions convert once.  Anything
 without an exact meaning here (bit operations, ``Where``,
@@ -11,7 +11,7 @@ opaque float functions other than ``sqrt``, infinities inside an expression) rai
 ``UnsupportedExpression``, and callers fall back to torch's own answer.
 Float-valued parts (``ToFloat``, true division, float constants, ``FloatPow``,
 ``OpaqueUnaryFn_sqrt``) become the
-solver's float nodes (``shapeproof.solver.floats``), which keep Python's
+solver's float nodes (``shapeproof.solver.language.floats``), which keep Python's
 double-precision meaning; a float sum or product is evaluated in argument order.
 """
 from __future__ import annotations

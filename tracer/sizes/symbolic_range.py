@@ -1,0 +1,76 @@
+"""``range()`` over sizes whose length the ranges fix, without specializing the sizes.
+
+Python's ``range`` asks each argument for ``__index__``, which makes torch
+specialize a size to its example value.  Encodec encodes its input in chunks
+``for offset in range(0, input_length, stride)`` with ``stride ==
+input_length`` when it does not chunk: one iteration at every length, yet
+tracing fixes the length to the example's.
+
+On a thread running an engine trace, ``range`` called from user code with a
+SymInt argument (``SymbolicRange``, the name ``user_globals`` gives the
+user's modules) computes its length ``ceil((stop - start) / step)`` symbolically;
+when the engine proves that length constant over the declared ranges, the
+call returns the tuple ``(start, start + step, ...)`` of symbolic elements
+(what iterating the range yields; the sizes stay symbolic).  Otherwise, and
+for every call from library code, it is Python's ``range`` (which
+specializes, as before).  ``isinstance(x, range)`` keeps working.
+"""
+from __future__ import annotations
+
+import builtins
+import sys
+
+import torch
+from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw, statically_known_true
+
+from shapeproof.shapes import is_user_frame
+
+from ..patching import on_engine_thread
+from ..torch_internals import TracingContext
+
+__all__ = ["SymbolicRange", "symbolic_range"]
+
+_range = builtins.range
+
+
+def symbolic_range(*args):
+    """``range(*args)``, or the tuple of its elements when, over SymInts, its length is provably fixed."""
+    if not any(isinstance(a, torch.SymInt) for a in args) or not is_user_frame(sys._getframe(2)):
+        return _range(*args)
+    if not 1 <= len(args) <= 3:
+        return _range(*args)
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args[:2], 1 if len(args) == 2 else args[2])
+    if isinstance(step, int) and step == 0:
+        return _range(*args)          # Python's error
+    n = -((start - stop) // step)     # ceil((stop - start) / step), for either sign of step
+    if not isinstance(n, torch.SymInt):
+        k = max(n, 0)
+    else:
+        hint = guarding_hint_or_throw(n)
+        k = max(hint, 0)
+        if not statically_known_true(n == k if k > 0 else n <= 0):
+            rolled = _roll(sys._getframe(2), start, stop, step, n)      # a loop rolled into one scan (loops)
+            return _range(*args) if rolled is None else rolled
+    return tuple(start + i * step if i else start for i in _range(k))
+
+
+def _roll(frame, start, stop, step, n):
+    rolling = getattr(getattr(getattr(TracingContext.try_get(), "fake_mode", None), "shape_env", None),
+                      "loop_rolling", None)
+    return None if rolling is None else rolling.roll(frame, start, stop, step, n)
+
+
+class _RangeType(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, _range)
+
+    def __subclasscheck__(cls, sub):
+        return issubclass(sub, _range)
+
+
+class SymbolicRange(metaclass=_RangeType):
+    """``range`` as the user's modules see it while a trace runs: ``symbolic_range`` on the thread running
+    an engine trace, Python's ``range`` on every other."""
+
+    def __new__(cls, *args):
+        return symbolic_range(*args) if on_engine_thread() else _range(*args)
