@@ -88,6 +88,9 @@ class ShapeEnv:
         self._created: dict[Symbol, int] = {}
         self._oblivious = 0
         self._by_dim_name: dict[str, Symbol] = {}
+        # the sides of ``torch.cond`` being traced: each condition, and a point where all of them hold
+        self.assumptions: list[S.Formula] = []
+        self._witnesses: list[dict[Symbol, int] | None] = []
 
     # ------------------------------------------------------------------ symbols
     def create_backed_symbol(self, hint: int, source: Source | str, declared: Range | None = None,
@@ -227,12 +230,20 @@ class ShapeEnv:
             return None
 
     def _hint_env(self, syms) -> dict | None:
+        """The example's values of ``syms``; inside a side of a branch (``assuming``), the side's witness:
+        a point in range where its condition holds, which the example need not be."""
+        witness = self._witnesses[-1] if self._witnesses else {}
+        if witness is None:                      # a side that runs nowhere in range
+            return None
         env = {}
         for s in syms:
             info = self.symbols.get(s)
-            if info is None or info.hint is None:
+            if s in witness:
+                env[s] = witness[s]
+            elif info is None or info.hint is None:
                 return None
-            env[s] = info.hint
+            else:
+                env[s] = info.hint
         return env
 
     def _hint_truth(self, cond: S.Formula) -> bool | None:
@@ -386,6 +397,85 @@ class ShapeEnv:
                               + (f": {message}" if message else ""))
         self.record_runtime_assert(c, where, message)
 
+    # --------------------------------------------------------------- sides of a branch
+    @contextlib.contextmanager
+    def assuming(self, cond):
+        """Within: ``cond`` holds (one side of a ``torch.cond`` is traced).  Questions are decided under it;
+        one it leaves open is answered at a point in range where it and every outer side's condition hold
+        (its *witness*), and what is recorded (a guard, a runtime assert) is an implication: ``cond`` implies
+        it.  Nothing learned inside a side is learned for the inputs at large."""
+        c = self.knowledge.condition(_as_condition(cond))
+        self.assumptions.append(c)
+        self._witnesses.append(self._find_witness())
+        try:
+            yield
+        finally:
+            self.assumptions.pop()
+            self._witnesses.pop()
+
+    @property
+    def side_runs(self) -> bool:
+        """Whether the side being traced runs for some input in range (True outside any side)."""
+        return not self._witnesses or self._witnesses[-1] is not None
+
+    def _find_witness(self) -> dict[Symbol, int] | None:
+        """A point in range satisfying what is known and every assumption, near the example (a size moved
+        as little as it must, 0 and 1 avoided where they can be: a side traced there would answer questions
+        on them that its other inputs answer otherwise); None when no input takes the side.  Symbols no
+        assumption mentions keep the example's values."""
+        together = S.conj(*self.assumptions)
+        if isinstance(together, S.Const):
+            return {} if together.value else None
+        facts = self.knowledge.relevant_facts(together)
+        syms = set(together.free_symbols).union(*(f.free_symbols for f in facts))
+        example = {s: info.hint for s, info in self.symbols.items() if info.hint is not None}
+        if syms <= example.keys():
+            near = self._near_example(together, facts, example)
+            if near is not None:
+                return near
+        verdict = self.solver.prove(S.neg(together), ranges=self._ranges_for(syms, False), facts=facts,
+                                    strategy=self.strategy, timeout=self.timeout)
+        if verdict.proven:
+            return None
+        # undecided: the example's values stand in (what is recorded is an implication either way)
+        by_name = {s.name: s for s in syms}
+        return {by_name[k]: v for k, v in (verdict.counterexample or {}).items() if k in by_name}
+
+    def value_here(self, item) -> bool | int | None:
+        """A condition's truth, or a term's value, at the example; inside a side of a branch, at the side's
+        witness (None where it cannot be computed there)."""
+        if isinstance(item, S.Formula):
+            return self._hint_truth(self.knowledge.condition(item))
+        return self.hint(item)
+
+    def _near_example(self, cond: S.Formula, facts: tuple, example: dict, reach: int = 64) -> dict | None:
+        """The point nearest the example, one symbol moved, where ``cond`` and ``facts`` hold (sizes of 2 and
+        more first); None when there is none within ``reach``."""
+        def holds(point):
+            at = {**example, **point}
+            return truth(cond, at) is True and all(truth(f, at) is True for f in facts)
+
+        if holds({}):
+            return {}
+        found = []
+        for s in sorted(cond.free_symbols, key=lambda s: s.name):
+            lo, hi = self.ranges.get(s, (None, None))
+            for d in range(1, reach + 1):
+                for v in (example[s] + d, example[s] - d):
+                    if (lo is None or v >= lo) and (hi is None or v <= hi) and holds({s: v}):
+                        found.append((v < 2, d, s.name, {s: v}))
+                        break
+                else:
+                    continue
+                break
+        return min(found, key=lambda f: f[:3])[3] if found else None
+
+    def _under_assumptions(self, c: S.Formula) -> S.Formula:
+        """``c`` as it holds for the inputs at large: implied by the sides' conditions."""
+        if not self.assumptions:
+            return c
+        return S.disj(S.neg(S.conj(*self.assumptions)), c)
+
     # --------------------------------------------------------------- deciding
     def _ranges_for(self, syms, oblivious: bool) -> dict:
         ranges = {}
@@ -399,7 +489,7 @@ class ShapeEnv:
 
     def _solve(self, goal: S.Formula, purpose: Purpose, oblivious: bool, where: Provenance | None,
                assuming: tuple[S.Formula, ...] = ()) -> Verdict:
-        facts = self.knowledge.relevant_facts(goal) + assuming
+        facts = self.knowledge.relevant_facts(goal) + assuming + tuple(self.assumptions)
         syms = set(goal.free_symbols).union(*(f.free_symbols for f in facts))
         ranges = self._ranges_for(syms, oblivious)
         verdict = self.solver.prove(goal, ranges=ranges, facts=facts, strategy=self.strategy,
@@ -435,6 +525,7 @@ class ShapeEnv:
         c = self.knowledge.condition(_as_condition(condition))
         if isinstance(c, S.Const):
             return
+        c = self._under_assumptions(c)
         ra = RuntimeAssert(len(self.runtime_asserts), c, where or capture(), message)
         self.runtime_asserts.append(ra)
         self.graph.add_condition("assert", ra.index, c.free_symbols)
@@ -442,6 +533,7 @@ class ShapeEnv:
 
     def _record_guard(self, condition: S.Formula, asked: S.Formula, where, oblivious: bool,
                       from_check: bool = False) -> Guard:
+        condition, asked = self._under_assumptions(condition), self._under_assumptions(asked)
         guard = Guard(len(self.guards), condition, asked, where or capture(), oblivious, from_check)
         self.guards.append(guard)
         self.graph.add_condition("guard", guard.index, condition.free_symbols)

@@ -294,3 +294,41 @@ def test_dynamo_can_allocate_sizes_without_specializing_them_at_zero_and_one():
     assert getattr(_config, door.BACKED_SIZE_OBLIVIOUS) is False
     with door.zero_one_unspecialized():
         assert getattr(_config, door.BACKED_SIZE_OBLIVIOUS) is True
+
+
+def test_the_places_that_call_an_operators_kernel_hold_it_in_the_named_local():
+    """hintless reads the operator whose C++ kernel asks from these frames' locals (``door.OP_CALLS``)."""
+    import torch._export.utils as export_utils
+    assert "self" in inspect.signature(torch._ops.OpOverload.__call__).parameters
+    assert "self" in inspect.signature(torch._ops.OpOverload.decompose).parameters
+    source = inspect.getsource(export_utils._get_decomp_for_cia)
+    assert "def _special_op_to_decompose_cia(" in source and 'kernel = kwargs["kernel"]' in source
+    assert set(door.OP_CALLS) == {("torch._ops", "__call__"), ("torch._ops", "decompose"),
+                                  ("torch._export.utils", "_special_op_to_decompose_cia")}
+
+
+def test_torch_cond_compiles_itself_through_the_pinned_helper_and_merges_through_the_module_global():
+    """control/cond.py replaces ``_hop_compile_and_call`` (cond imports it at call time) and ``_merge_output``
+    (cond's fake kernel calls it by its module global), and wraps cond's kernels by mode and key."""
+    source = inspect.getsource(door.cond_module.cond)
+    assert "from torch._higher_order_ops.utils import _hop_compile_and_call" in source
+    assert "def _cond_op_wrapper(" in source
+    assert list(inspect.signature(door.higher_order_utils._hop_compile_and_call).parameters) == [
+        "fn", "args", "kwargs"]
+    assert list(inspect.signature(door.cond_module._merge_output).parameters) == ["a", "b", "mode"]
+    assert "_merge_output(" in inspect.getsource(door.cond_module.cond_fake_tensor_mode)
+    modes = {k.__name__ for k in door.cond_op.python_key_table}
+    assert {"ProxyTorchDispatchMode", "FakeTensorMode"} <= modes
+
+
+def test_the_make_fx_tracer_under_way_is_a_module_global_of_proxy_tensor():
+    import torch.fx.experimental.proxy_tensor as proxy_tensor
+    seen = []
+
+    def f(x):
+        seen.append(door.make_fx_tracer())
+        return x + 1
+
+    assert door.make_fx_tracer() is None
+    proxy_tensor.make_fx(f)(torch.ones(2))
+    assert isinstance(seen[0], proxy_tensor.PythonKeyTracer) and door.make_fx_tracer() is None

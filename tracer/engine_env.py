@@ -21,7 +21,7 @@ Hooks and why:
   guard or runtime assert for what nobody could prove (so its bookkeeping,
   replacements and ``_guards_code`` stay consistent); the new records are
   mirrored into the engine with the user's source line.  Data-dependent
-  errors are re-raised with the engine's explanation (``data_errors``).
+  errors are re-raised with the engine's explanation (``questions.annotated``).
 
 The fake mode (``fake_mode``) follows sizes through small tensors and binds
 torch's unbacked symbol for such a value to its size expression
@@ -45,12 +45,12 @@ from types import FrameType
 import sympy
 import torch
 
-from shapeproof.shapes import (
-    DataDependentError, DimKind, Provenance, ShapeEnv, Source, capture, is_user_frame,
-)
+from shapeproof.shapes import DataDependentError, DimKind, ShapeEnv, Source, is_user_frame
 
+from . import cond_sides
 from .control.branch_merge import BranchMerging
-from .data_errors import annotated
+from .control.cond import conds_under_their_conditions
+from .questions import annotated, current_op, has_symbols, is_torch_frame, provenance, smaller_than
 from .exact_cancel import exact_cancellation
 from .fake_mode import EngineFakeTensorMode
 from .sizes.hintless import hintless_answer, hintless_views
@@ -66,13 +66,12 @@ from .sizes.user_globals import symbolic_user_names
 from .sympy_bridge import Conversions, UnsupportedExpression, bounds_of
 from .torch_internals import (
     BOOL_GUARD_PATH, FORCED_SPECIALIZATIONS, PRETTIFY_RESULTS, SOLVE_CONSTRAINTS, GuardOnDataDependentSymNode,
-    OpOverload,
     RelaxedUnspecConstraint, StrictMinMaxConstraint, TorchShapeEnv, TracingContext, UserError, UserErrorType,
     convert_guards_to_code, tracing, uninteresting_files,
 )
 
-__all__ = ["DimSpec", "EngineShapeEnv", "TorchDataDependentError", "engine_tracing", "readable_source",
-           "current_op"]
+__all__ = ["DimSpec", "EngineShapeEnv", "TorchDataDependentError", "engine_tracing", "engine_patches",
+           "readable_source"]
 
 
 @dataclass(frozen=True)
@@ -120,17 +119,6 @@ def readable_source(name: str) -> tuple[str, str | None, int | None]:
     return arg + rest, arg, None
 
 
-def current_op() -> str | None:
-    """The ATen op being dispatched right now, found as the ``func`` local of a dispatch frame."""
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None:
-        func = frame.f_locals.get("func")
-        if isinstance(func, OpOverload):
-            return str(func)
-        frame = frame.f_back
-    return None
-
-
 def dim_kind(constraint_dim) -> DimKind:
     """The spec's promise for a dim, from the constraint torch attaches to it: a named ``Dim`` is a
     ``StrictMinMaxConstraint``, ``Dim.DYNAMIC`` a ``RelaxedUnspecConstraint``, ``Dim.AUTO`` none."""
@@ -139,38 +127,10 @@ def dim_kind(constraint_dim) -> DimKind:
     return DimKind.AUTO if constraint_dim is None else DimKind.STRICT
 
 
-def _provenance() -> Provenance:
-    """The user's frame and the ATen op at the point torch asked (called from inside a hook)."""
-    return capture(op=current_op(), start=sys._getframe(2))
-
-
 # Who answers a static question first.  torch's value-range analysis settles small expressions in
 # well under a millisecond and decides most of them; on large nested ``//``/``%`` terms it takes tens
 # of milliseconds and seldom decides (half of an hf_swin trace), where the engine is faster.
 _TORCH_FIRST_NODES = 20
-
-
-def _smaller_than(expr, limit: int) -> bool:
-    """Whether ``expr`` has fewer than ``limit`` nodes (stops counting at ``limit``)."""
-    count, pending = 0, [expr]
-    while pending:
-        count += 1
-        if count >= limit:
-            return False
-        pending.extend(pending.pop().args)
-    return True
-
-
-def _has_symbols(expr) -> bool:
-    """``bool(expr.free_symbols)``, stopping at the first symbol (sympy collects all of them, walking the
-    whole of a large padded size for each question)."""
-    pending = [expr]
-    while pending:
-        e = pending.pop()
-        if isinstance(e, sympy.Symbol):
-            return True
-        pending.extend(e.args)
-    return False
 
 
 class EngineShapeEnv(TorchShapeEnv):
@@ -201,6 +161,8 @@ class EngineShapeEnv(TorchShapeEnv):
         self.branch_merging: BranchMerging | None = None
         # set by engine_tracing: loops over sizes rolled into one scan
         self.loop_rolling: LoopRolling | None = None
+        # the sides of ``torch.cond`` being traced: the condition each runs under, in torch's sympy
+        self.sides: list[sympy.Basic] = []
 
     # -- symbols -----------------------------------------------------------------
     def create_symbol(self, val, source, dynamic_dim=None, constraint_dim=None, positive=True,
@@ -303,7 +265,7 @@ class EngineShapeEnv(TorchShapeEnv):
         if not isinstance(sym, sympy.Symbol) or sym in self.symbol_map:
             return None
         op = current_op()
-        where = _provenance()
+        where = provenance()
         path = f"{op or 'a data-dependent value'}" + (f" at {where.frame.short}" if where.frame else "")
         engine_sym = self.engine.create_unbacked_symbol(Source(path, op=op, where=where), name=sym.name)
         self.symbol_map[sym] = engine_sym
@@ -352,18 +314,19 @@ class EngineShapeEnv(TorchShapeEnv):
                 axioms=axioms, var_to_range=var_to_range)
 
         if (unbacked_only or compute_hint or var_to_range is not None
-                or not isinstance(expr, sympy.logic.boolalg.Boolean) or not _has_symbols(expr)):
+                or not isinstance(expr, sympy.logic.boolalg.Boolean) or not has_symbols(expr)):
             return torch_static()
         if self._producing_guards and isinstance(expr, sympy.Eq) and axioms is None:
             # torch enforcing a declared equality between inputs (a shared Dim): the engine knows
             # it by declaration, but torch must record it so the program checks it on its inputs
             return torch_static()
-        torch_first = axioms is not None or _smaller_than(expr, _TORCH_FIRST_NODES)
+        torch_first = axioms is not None or smaller_than(expr, _TORCH_FIRST_NODES)
         if torch_first:
             result = torch_static()
             if result is not None:
                 return result
-        key = (expr, size_oblivious, axioms is None, self.engine.knowledge.version, len(self.engine.guards))
+        key = (expr, size_oblivious, axioms is None, self.engine.knowledge.version, len(self.engine.guards),
+               tuple(self.engine.assumptions))
         if key not in self._static_memo:
             self._static_memo[key] = self._engine_static(expr, size_oblivious, ranges_only=axioms is not None,
                                                          before_torch=not torch_first)
@@ -388,7 +351,7 @@ class EngineShapeEnv(TorchShapeEnv):
                 if isinstance(engine_sym, sympy.Symbol) and sym in self.var_to_range:
                     ranges[engine_sym] = bounds_of(self.var_to_range[sym])
             return self.engine.known_from_ranges(self.engine.knowledge.condition(cond), ranges)
-        return self.engine.statically_known(cond, size_oblivious=size_oblivious, where=_provenance(),
+        return self.engine.statically_known(cond, size_oblivious=size_oblivious, where=provenance(),
                                             before_torch=before_torch)
 
     def evaluate_expr(self, orig_expr, hint=None, fx_node=None, size_oblivious=False, fallback_value=None, *,
@@ -405,6 +368,10 @@ class EngineShapeEnv(TorchShapeEnv):
                 rule, answer = hintless
                 self.unguarded_answers.append((rule, orig_expr, answer))
                 return answer
+        if self.sides and not self._producing_guards:
+            answered = cond_sides.answer_in_side(self, orig_expr, size_oblivious)
+            if answered is not None:
+                return answered
         before = len(self.guards)
         self._evaluating += 1
         try:
@@ -432,7 +399,7 @@ class EngineShapeEnv(TorchShapeEnv):
         operand of ``and``/``or`` outside torch, or None (a guard as usual).  Only a question Python asks
         for a conditional jump, and one neither torch nor the engine settles statically, is either."""
         frame = _asking_frame()
-        if frame is None or not _has_symbols(expr) or self._maybe_evaluate_static(expr) is not None:
+        if frame is None or not has_symbols(expr) or self._maybe_evaluate_static(expr) is not None:
             return None
         assert self.branch_merging is not None
         answer = self.branch_merging.decide(expr, frame) if is_user_frame(frame) else None
@@ -442,15 +409,36 @@ class EngineShapeEnv(TorchShapeEnv):
                 self.unguarded_answers.append(("short circuit", expr, answer))
         return answer
 
+    # -- the sides of a torch.cond (cond_sides) ---------------------------------------------
+    def assuming(self, condition, taken: bool):
+        """Within: the side of a ``torch.cond`` that ``condition`` takes when ``taken`` is traced
+        (``cond_sides``)."""
+        return cond_sides.assuming(self, condition, taken)
+
+    def equal_on_side(self, condition, taken: bool, a, b) -> bool:
+        return cond_sides.equal_on_side(self, condition, taken, a, b)
+
+    def unified_size(self, condition, on_true, on_false):
+        return cond_sides.unified_size(self, condition, on_true, on_false)
+
+    def retracing(self):
+        """Within: torch traces this environment's graphs again outside an engine trace (a program's
+        ``run_decompositions``, ``torch.onnx.export``): the engine's patches in place, as in the trace."""
+        return engine_patches()
+
     # torch's is wrapped in functools.lru_cache, which mypy cannot see as a method; not cached here either
     def guard_or_defer_runtime_assert(self, orig_expr, msg, fx_node=None):  # type: ignore[override]
+        if self.sides and not self._producing_guards and self._backed(orig_expr):
+            answered = cond_sides.answer_in_side(self, orig_expr, size_oblivious=False)
+            if answered is not None:
+                return bool(answered)
         before_guards, before_asserts = len(self.guards), self._assert_count()
         result = super().guard_or_defer_runtime_assert(orig_expr, msg, fx_node)
         self._mirror_guards(before_guards)
         if self._assert_count() > before_asserts:
             cond = self._convert(orig_expr)
             if cond is not None:
-                self.engine.record_runtime_assert(cond, _provenance(), str(msg or ""))
+                self.engine.record_runtime_assert(cond, provenance(), str(msg or ""))
         elif self._evaluating and self.prefer_deferred_runtime_asserts_over_guards:
             # export's ``prefer_deferred_runtime_asserts_over_guards``: evaluate_expr defers its guard here,
             # after narrowing ranges or replacing symbols by it, which can leave nothing to assert; the
@@ -459,7 +447,7 @@ class EngineShapeEnv(TorchShapeEnv):
             if cond is None:
                 self.unmirrored.append(orig_expr)
             else:
-                self.engine.record_guard(cond, where=_provenance())
+                self.engine.record_guard(cond, where=provenance())
         return result
 
     def _assert_count(self) -> int:
@@ -476,7 +464,7 @@ class EngineShapeEnv(TorchShapeEnv):
             cond = self._convert(guard.expr)
             if cond is None:
                 self.unmirrored.append(guard.expr)
-            elif self.engine.record_guard(cond, where=_provenance(), size_oblivious=guard.size_oblivious):
+            elif self.engine.record_guard(cond, where=provenance(), size_oblivious=guard.size_oblivious):
                 self.mirrored.add(index)
 
     def input_checks(self, graph_module, drop_mirrored: bool) -> list[str]:
@@ -540,21 +528,17 @@ class EngineShapeEnv(TorchShapeEnv):
             if cond is None:
                 return exc
             try:
-                self.engine.evaluate(cond, where=_provenance())
+                self.engine.evaluate(cond, where=provenance())
                 return exc
             except DataDependentError as engine_error:
                 error = engine_error
         else:
             try:
-                error = self.engine.concrete_value_error(self.conversions().term(expr), _provenance())
+                error = self.engine.concrete_value_error(self.conversions().term(expr), provenance())
             except UnsupportedExpression:
                 return exc
         unbound: dict[sympy.Symbol, str] = self.size_tracker.unbound if self.size_tracker is not None else {}
         return TorchDataDependentError(expr, annotated(error, expr.free_symbols, unbound, self.bool_symbols))
-
-
-def is_torch_frame(frame: FrameType) -> bool:
-    return frame.f_globals.get("__name__", "").split(".")[0] == "torch"
 
 
 def _asking_frame() -> FrameType | None:
@@ -622,12 +606,20 @@ def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None
 
 @contextmanager
 def _traced(context: TracingContext, merging: BranchMerging, rolling: LoopRolling, tracker: SizeTracker):
-    with tracing_turn(), tracing(context), engine_thread():
-        with exact_cancellation(), symbolic_rnns(), loop_bodies_unfollowed(), sizes_checked_against_inputs():
-            with cached_sym_exprs(), symbolic_user_names(), hintless_views():
-                try:
-                    yield
-                finally:
-                    merging.abandon()
-                    rolling.abandon()
-                    tracker.close()
+    with tracing_turn(), tracing(context), engine_patches():
+        try:
+            yield
+        finally:
+            merging.abandon()
+            rolling.abandon()
+            tracker.close()
+
+
+@contextmanager
+def engine_patches():
+    """Within: this thread runs engine code with everything it changes outside itself in place (``patching``):
+    an engine trace, or torch tracing a program's graphs again (a ``torch.cond``'s sides, ``cond.py``)."""
+    with engine_thread(), exact_cancellation(), symbolic_rnns(), loop_bodies_unfollowed():
+        with sizes_checked_against_inputs(), cached_sym_exprs(), symbolic_user_names(), hintless_views():
+            with conds_under_their_conditions():
+                yield

@@ -79,6 +79,14 @@ class SharedPatch:
 
     @contextmanager
     def __call__(self):
+        self.acquire()
+        try:
+            yield
+        finally:
+            self.release()
+
+    def acquire(self) -> None:
+        """Hold the patch (applied by the first holder) until ``release``."""
         with self._lock:
             if self._active == 0:
                 try:
@@ -87,10 +95,9 @@ class SharedPatch:
                     self._undo()
                     raise
             self._active += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._active -= 1
-                if self._active == 0:
-                    self._undo()
+
+    def release(self) -> None:
+        with self._lock:
+            self._active -= 1
+            if self._active == 0:
+                self._undo()

@@ -19,6 +19,14 @@ from torch._export.utils import _compiling_state_context as compiling_state_cont
 from torch._guards import TracingContext, tracing
 import torch._higher_order_ops  # noqa: F401  (registers the higher-order operators by name)
 from torch._higher_order_ops.scan import scan
+# cond's kernels and dynamo's speculation of its sides (control/cond.py wraps them)
+from torch._higher_order_ops.cond import cond_op
+import torch._higher_order_ops.utils as higher_order_utils  # (and this module's _hop_compile_and_call)
+from torch._higher_order_ops.utils import _maybe_run_with_interpreter as run_with_interpreter
+from torch._higher_order_ops.utils import reenter_make_fx
+import torch.fx.experimental.proxy_tensor as proxy_tensor
+from torch.fx.experimental.proxy_tensor import get_proxy_slot
+from torch._guards import ShapeGuard
 from torch._ops import HigherOrderOperator, OpOverload
 # the strides torch gives a contiguous tensor of a shape: its fake tensors' allocations and views use it, so
 # strides made by it are recognised by their form (branch_merge's layout checks)
@@ -55,6 +63,18 @@ from torch.utils._sympy.value_ranges import ValueRanges
 # the check symbolic_casts makes before torch.sym_sqrt (math.sqrt raises below 0)
 check = torch._check
 
+# the module of torch.cond (its package's attribute ``cond`` is the function): control/cond.py swaps its
+# ``_merge_output``
+cond_module = importlib.import_module("torch._higher_order_ops.cond")
+
+
+
+def make_fx_tracer():
+    """The fx tracer of the make_fx trace under way on this thread (export's, or a side's), if any."""
+    current = proxy_tensor._CURRENT_MAKE_FX_TRACER
+    return None if current is None else current.fx_tracer
+
+
 # (name, object) pairs the pin test checks; add a row when touching a new private name.
 PINNED = {
     "TracingContext": TracingContext, "tracing": tracing, "OpOverload": OpOverload,
@@ -79,6 +99,10 @@ PINNED = {
     "GraphPickler": GraphPickler, "GraphPicklerOptions": GraphPicklerOptions,
     "GraphUnpickler": GraphUnpickler, "GraphUnpickleState": GraphUnpickleState,
     "ShapeEnvPickleData": ShapeEnvPickleData, "graph_pickling": graph_pickling,
+    "cond_op": cond_op, "run_with_interpreter": run_with_interpreter, "ShapeGuard": ShapeGuard,
+    "cond_module._merge_output": cond_module._merge_output,
+    "higher_order_utils._hop_compile_and_call": higher_order_utils._hop_compile_and_call,
+    "reenter_make_fx": reenter_make_fx, "get_proxy_slot": get_proxy_slot,
 }
 # Private ATen operators (a leading underscore), each pinned by the name torch prints it with.
 _aten = torch.ops.aten
@@ -222,7 +246,10 @@ BROADCAST_FUNCTIONS = frozenset({("torch._refs", "_broadcast_shapes"), ("torch._
 LAYOUT_OPS = frozenset({"aten::reshape", "aten::view", "aten::flatten", "aten::contiguous",
                         "aten::convolution", "aten::_convolution", "aten::linear", "aten::matmul"})
 LAYOUT_METHODS = frozenset({"reshape", "view", "flatten", "contiguous"})
-OP_CALL = ("torch._ops", "__call__")
+# the Python frames that call an operator's C++ kernel, and the local holding the operator: a call, a
+# decomposition of a composite op (fake tensors'), export's decomposition of one (run_decompositions)
+OP_CALLS = {("torch._ops", "__call__"): "self", ("torch._ops", "decompose"): "self",
+            ("torch._export.utils", "_special_op_to_decompose_cia"): "kernel"}
 TORCH_FUNCTION_HOOK = "__torch_function__"
 SHAPE_ENV_MODULES = frozenset({"torch.fx.experimental.symbolic_shapes", "torch.fx.experimental.sym_node"})
 ASSERTING_FUNCTIONS = frozenset({"expect_true", "expect_size", "_check_with",

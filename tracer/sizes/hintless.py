@@ -48,7 +48,7 @@ from ..patching import SharedPatch
 from ..user_source import instructions
 from ..sympy_bridge import divides
 from ..torch_internals import (
-    ASSERTING_FUNCTIONS, BROADCAST_FUNCTIONS, LAYOUT_FUNCTIONS, LAYOUT_METHODS, LAYOUT_OPS, OP_CALL,
+    ASSERTING_FUNCTIONS, BROADCAST_FUNCTIONS, LAYOUT_FUNCTIONS, LAYOUT_METHODS, LAYOUT_OPS, OP_CALLS,
     SHAPE_ENV_MODULES, TORCH_FUNCTION_HOOK, Mod, op_schema, set_view_hint_test, view_hint_test,
 )
 
@@ -148,8 +148,9 @@ def _kernel_asking(frame: FrameType) -> str | None:
     """The layout operator whose C++ kernel asked, when ``frame`` (the first Python frame outside the shape
     environment) is the call into it: an OpOverload call, a Tensor method through export's
     ``__torch_function__``, or a Tensor method called straight from Python code (torch's decompositions)."""
-    if (frame.f_globals.get("__name__"), frame.f_code.co_name) == OP_CALL:
-        schema = op_schema(frame.f_locals.get("self"))
+    holder = OP_CALLS.get((str(frame.f_globals.get("__name__")), frame.f_code.co_name))
+    if holder is not None:
+        schema = op_schema(frame.f_locals.get(holder))
         return schema.name if schema is not None and schema.name in LAYOUT_OPS else None
     if frame.f_code.co_name == TORCH_FUNCTION_HOOK:
         name = getattr(frame.f_locals.get("func"), "__name__", None)
