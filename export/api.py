@@ -27,7 +27,8 @@ from .search.checks import accepted_sizes, python_guard, variable_sources
 from .search.inputs import bound_arguments
 from .search.regions import RegionSearch, search_regions
 from .settings import ExportSettings
-from .search.traces import canonical, data_dependent_cause, set_input_checks, trace
+from .search.traces import LocalTrace, canonical, data_dependent_cause, set_input_checks, trace
+from .search.zero_one import disagreement, moved_off_zero_one
 from .specs import apply_fixes, normalize_spec
 from .search.split import SplitProgram, split_program
 
@@ -105,7 +106,8 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
                        prefer_deferred_runtime_asserts_over_guards: bool = False, strategy="cascade",
                        timeout: float = DEFAULT_TIMEOUT, split: bool = False, max_regions: int = 8,
                        time_budget: float | None = None, progress: bool = False,
-                       workers: int | None = None, executor: str = "fork") -> ExportResult:
+                       workers: int | None = None, executor: str = "fork",
+                       cond_branches: bool = True) -> ExportResult:
     """Like ``export``, returning the ``ExportResult`` (program, engine, guard report, time)."""
     _check_module(model)
     if strict:
@@ -113,12 +115,39 @@ def export_with_report(model: torch.nn.Module, args: tuple, kwargs: dict | None 
                       "Python code as it runs", stacklevel=2)
     settings = ExportSettings(
         strategy=strategy, timeout=timeout, split=split, max_regions=max_regions, time_budget=time_budget,
-        progress=progress, workers=workers, executor=executor,
+        progress=progress, workers=workers, executor=executor, cond_branches=cond_branches,
         preserve_module_call_signature=preserve_module_call_signature,
         prefer_deferred_runtime_asserts_over_guards=prefer_deferred_runtime_asserts_over_guards)
     spec = normalize_spec(dynamic_shapes, model, args, kwargs)
-    start, stop_at = settings.started, settings.stop_at
     first = trace(model, args, kwargs, spec, settings)
+    # a dim declared dynamic whose example is 0 or 1 is traced elsewhere in its range (``zero_one``)
+    moved = moved_off_zero_one(model, args, kwargs, first.torch_env.zero_one_examples)
+    if moved is None:
+        return _exported(model, args, kwargs, spec, settings, first)
+    at_the_example = ModuleState(model)      # as torch.export's one run at the example leaves it
+    try:
+        moved_first = trace(model, moved.args, moved.kwargs, spec, settings, lowest=moved.lowest)
+        result = _exported(model, moved.args, moved.kwargs, spec, settings, moved_first)
+        differs = disagreement(result.program, model, args, kwargs)
+    except Exception as exc:  # noqa: BLE001  (traced at the example instead, as torch does)
+        result, differs = None, f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:300]}"
+    finally:
+        at_the_example.restore()
+    if result is None or differs is not None:
+        first.engine.notes.append(moved.failed_note(differs or "no program"))
+        return _exported(model, args, kwargs, spec, settings, first)
+    if isinstance(result.program, torch.export.ExportedProgram):
+        result.program.example_inputs = (tuple(args), dict(kwargs or {}))
+    result.warnings.extend(_warn([moved.note]))
+    return result
+
+
+def _exported(model, args: tuple, kwargs: dict | None, spec, settings: ExportSettings,
+              first: LocalTrace) -> ExportResult:
+    """The export the first trace leads to (``first``, at ``args``): its program, a region search's, a
+    split program, or the error."""
+    start, stop_at, split = settings.started, settings.stop_at, settings.split
+    strategy, timeout = settings.strategy, settings.timeout
     # later traces and probes run the model again; leave it as torch.export's one run at the example does
     after_first = ModuleState(model)
     try:
@@ -422,13 +451,14 @@ def export(mod: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dyn
            strict: bool = False, preserve_module_call_signature: tuple[str, ...] = (),
            prefer_deferred_runtime_asserts_over_guards: bool = False, strategy="cascade", split: bool = False,
            max_regions: int = 8, time_budget: float | None = None, progress: bool = False,
-           workers: int | None = None, executor: str = "fork") -> ExportedProgram | SplitProgram:
+           workers: int | None = None, executor: str = "fork",
+           cond_branches: bool = True) -> ExportedProgram | SplitProgram:
     """Export ``mod`` like ``torch.export.export(..., strict=False)``, proving shape guards with shapeproof.
 
     Takes torch.export.export's arguments, by its names (``strict=True`` is
     traced non-strict, with a warning), plus shapeproof's own: ``strategy``,
-    ``split``, ``max_regions``, ``time_budget``, ``progress``, ``workers`` and
-    ``executor``.
+    ``split``, ``max_regions``, ``time_budget``, ``progress``, ``workers``,
+    ``executor`` and ``cond_branches``.
 
     Returns torch's own ``ExportedProgram`` (save/load, ``.module()`` and
     ``run_decompositions`` work as usual).  When a guard holds on part of the
@@ -455,6 +485,11 @@ def export(mod: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dyn
     forked from this one (default: one per core; 1 traces here only), or with
     ``executor="ray"`` as Ray tasks (default: the cluster's CPUs; the model is
     pickled to them).
+    ``cond_branches`` (default True) runs an ``if`` on sizes, or on a boolean
+    read from a tensor, whose sides differ as one ``torch.cond`` where its
+    sides allow (straight-line code binding names read after it); False leaves
+    every such ``if`` a guard, as torch.export does, and the region search
+    above decides.
     """
     deferred = prefer_deferred_runtime_asserts_over_guards
     return export_with_report(mod, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict,
@@ -462,7 +497,7 @@ def export(mod: torch.nn.Module, args: tuple, kwargs: dict | None = None, *, dyn
                               prefer_deferred_runtime_asserts_over_guards=deferred,
                               strategy=strategy, split=split, max_regions=max_regions,
                               time_budget=time_budget, progress=progress, workers=workers,
-                              executor=executor).program
+                              executor=executor, cond_branches=cond_branches).program
 
 
 def _check_module(mod) -> None:

@@ -36,6 +36,7 @@ class ExportSettings:
     executor: str = "fork"
     preserve_module_call_signature: tuple[str, ...] = ()
     prefer_deferred_runtime_asserts_over_guards: bool = False
+    cond_branches: bool = True          # an ``if`` on sizes whose sides differ runs as one torch.cond
     started: float = field(default_factory=time.perf_counter, compare=False)
 
     def __post_init__(self):

@@ -89,7 +89,10 @@ def apply_fixes(spec, fixes, input_names: tuple[str, ...] = ()) -> Any:
         chosen = by_dim.get(dim.__name__)
         if not chosen:
             return dim
-        refined = _refined(spec, dim, chosen, shared)
+        try:
+            refined = _refined(spec, dim, chosen, shared)
+        except Inexpressible:
+            return dim                   # the error's message states the relation; torch's Dim cannot
         return None if isinstance(refined, int) else refined
 
     return map_dims(spec, replace)
@@ -112,7 +115,10 @@ def suggested_fixes(spec, fixes) -> list[str]:
         dim = named.get(name)
         if dim is None or isinstance(dim, DerivedDim):
             continue
-        refined = _refined(spec, dim, chosen, shared)
+        try:
+            refined = _refined(spec, dim, chosen, shared)
+        except Inexpressible:
+            continue
         if isinstance(refined, int):
             lines.append(f"{name} = {refined}")
         elif name in roots and (isinstance(refined, DerivedDim) or refined.__name__ != name):
@@ -138,6 +144,11 @@ def _by_dim(fixes) -> dict[str, list]:
     return by_dim
 
 
+class Inexpressible(ValueError):
+    """A verified fix torch's ``Dim`` cannot write: a dim that decreases with another (``dy = 32 - dx``:
+    a derived Dim is ``a*root + b`` with ``a >= 1``)."""
+
+
 def _refined(spec, dim: Dim, chosen: list, shared: dict[str, Dim]) -> Dim | int:
     """``dim`` with its fixes ``chosen`` applied: a narrower ``Dim``, a dim derived from a new root or
     tied to another Dim of ``spec`` (``shared`` holds those, so ties share one object), or its one
@@ -147,6 +158,8 @@ def _refined(spec, dim: Dim, chosen: list, shared: dict[str, Dim]) -> Dim | int:
         return next(f.value for f in chosen if f.kind == "static")
     if "equal" in kinds:
         tie = next(f for f in chosen if f.kind == "equal")
+        if tie.scale < 1:
+            raise Inexpressible(f"{dim.__name__} = {tie.scale}*{tie.other} + {tie.offset}")
         root = shared.setdefault(tie.other, _named_dims(spec).get(tie.other) or dim)
         return root if (tie.scale, tie.offset) == (1, 0) else tie.scale * root + tie.offset
     lo, hi = dim.min, dim.max

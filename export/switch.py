@@ -42,12 +42,13 @@ _exporting = contextvars.ContextVar("shapeproof_exporting", default=False)
 @contextlib.contextmanager
 def engine(strategy: str = "cascade", split: bool = False, max_regions: int = 8,
            time_budget: float | None = None, progress: bool = False, workers: int | None = None,
-           executor: str = "fork") -> Iterator[None]:
+           executor: str = "fork", cond_branches: bool = True) -> Iterator[None]:
     """Within the block, ``torch.export.export``/``draft_export`` export with shapeproof's engine.
 
     ``strategy``, ``split``, ``max_regions``, ``time_budget``, ``progress``,
-    ``workers`` and ``executor`` are ``shapeproof.export``'s, applied to every export the block runs (the
-    budget bounds each export's region search, not the block).
+    ``workers``, ``executor`` and ``cond_branches`` are ``shapeproof.export``'s,
+    applied to every export the block runs (the budget bounds each export's
+    region search, not the block).
     ``strict=True`` is traced non-strict (with a warning), as in
     ``shapeproof.export``.  With ``split=True`` a model that needs several
     programs comes back as a ``SplitProgram``, which only callers that accept
@@ -57,7 +58,7 @@ def engine(strategy: str = "cascade", split: bool = False, max_regions: int = 8,
     """
     options: dict[str, Any] = dict(strategy=strategy, split=split, max_regions=max_regions,
                                    time_budget=time_budget, progress=progress, workers=workers,
-                                   executor=executor)
+                                   executor=executor, cond_branches=cond_branches)
     ExportSettings(**options)                   # checked once here, before the block's first export
     saved = {name: getattr(torch.export, name) for name in ("export", "draft_export")}
 

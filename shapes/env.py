@@ -96,7 +96,8 @@ class ShapeEnv:
     def create_backed_symbol(self, hint: int, source: Source | str, declared: Range | None = None,
                              name: str | None = None, dim_name: str | None = None, dynamic: bool = True,
                              is_size: bool = True, kind: DimKind = DimKind.STRICT,
-                             specialize_zero_one: bool | None = None, uncarried_root: bool = False) -> Expr:
+                             specialize_zero_one: bool | None = None, uncarried_root: bool = False,
+                             lowest: int | None = None) -> Expr:
         """A symbol for an input size (or, with ``is_size=False``, an input int) whose example value is
         ``hint``.
 
@@ -108,7 +109,9 @@ class ShapeEnv:
         the tracer must pass what torch decided, or the two would disagree on
         whether the dim is a constant.  ``uncarried_root``: the symbol is the
         root ``h`` of derived dims (``32*h``) and no input's dim is ``h`` itself
-        (see ``SymbolInfo.uncarried_root``).
+        (see ``SymbolInfo.uncarried_root``).  ``lowest``: the least size the trace takes into account where
+        the 0/1 convention would start at 2 (an example of 0 or 1 moved off to trace elsewhere: the
+        program is to serve it too).
         """
         source = source if isinstance(source, Source) else Source(source)
         if not dynamic:
@@ -143,6 +146,8 @@ class ShapeEnv:
         sym = Symbol(name or f"s{len(self.symbols)}", integer=True)
         declared = (lo if lo is not None else 0, hi)
         tracing_lo = max(2, declared[0]) if specialize else declared[0]
+        if lowest is not None:
+            tracing_lo = max(declared[0], min(lowest, tracing_lo))
         info = SymbolInfo(sym, True, hint, [source], declared, (tracing_lo, hi), size_like=True,
                           dim_name=dim_name, kind=kind, uncarried_root=uncarried_root)
         if declared[0] < tracing_lo:
@@ -417,6 +422,12 @@ class ShapeEnv:
     def side_runs(self) -> bool:
         """Whether the side being traced runs for some input in range (True outside any side)."""
         return not self._witnesses or self._witnesses[-1] is not None
+
+    @property
+    def side_point(self) -> dict[Symbol, int] | None:
+        """The point in range at which the side being traced is answered (``assuming``); None outside any
+        side, or where no input takes it."""
+        return self._witnesses[-1] if self._witnesses else None
 
     def _find_witness(self) -> dict[Symbol, int] | None:
         """A point in range satisfying what is known and every assumption, near the example (a size moved

@@ -207,9 +207,14 @@ def _equality_fix(env: EnvView, labels: dict, guard: S.Formula, syms: list[Symbo
         return []
     if (k, c) == (1, 0):
         text = f"use one Dim for {labels[b]} and {labels[a]} (they must be equal)"
-    else:
+    elif k >= 1:
         derived = term_str(k * Symbol(labels[a]) + c)
         text = f"declare {labels[b]} as a Dim derived from {labels[a]}'s: {labels[b]} = {derived}"
+    else:
+        # torch's derived Dims increase with their root (a*root + b, a >= 1): say the relation, not a Dim
+        derived = term_str(k * Symbol(labels[a]) + c)
+        text = (f"{labels[b]} must be {derived}, which torch's Dim cannot declare (a derived Dim increases "
+                f"with its root): make {labels[b]} or {labels[a]} static, or change the code that needs it")
     return [Fix(FixKind.EQUAL, labels[b], text, other=labels[a], scale=k, offset=c)]
 
 

@@ -20,9 +20,11 @@ if settings is not None:     # torch is installed too (the torch-free smoke run 
 
     @pytest.fixture
     def program_level_merges_only(monkeypatch):
-        """Traces that never take a branch's body for every input (``tracer/control/branch_merge``): a pad
-        branch then reaches the region search, whose program-level merging (``export/programs/merge.py``) and
-        widest-range search (``export/search/narrow.py``) serve the branches a trace cannot merge itself (an
-        ``else``, a call of the user's code in the body)."""
+        """Traces that never take a branch's body for every input (``tracer/control/branch_merge``) nor run
+        it as a cond (``branch_cond``): a pad branch then reaches the region search, whose program-level
+        merging (``export/programs/merge.py``) and widest-range search (``export/search/narrow.py``) serve
+        the branches a trace cannot merge itself (an ``else``, a call of the user's code in the body)."""
         from shapeproof.tracer.control.branch_merge import BranchMerging
+        from shapeproof.tracer.control.branch_cond import BranchConds
         monkeypatch.setattr(BranchMerging, "decide", lambda self, expr, frame: None)
+        monkeypatch.setattr(BranchConds, "convert", lambda self, frame, expr=None, data=None: None)

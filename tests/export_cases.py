@@ -141,7 +141,8 @@ class BranchOnRemainder(nn.Module):
 
 class ScaleOnRemainder(nn.Module):
     """``if T % 4 != 0: pad and halve`` -- a real range-dependent branch (the halving is no identity where
-    the branch is not taken): export must fail and explain."""
+    the branch is not taken): left a guard (``cond_branches=False``, torch's way) export must fail and
+    explain; by default the branch becomes a cond."""
 
     def forward(self, x):
         if x.shape[1] % 4 != 0:

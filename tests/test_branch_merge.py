@@ -38,9 +38,9 @@ def _nasty(*shape) -> torch.Tensor:
     return x
 
 
-def _one_trace(model, args, spec):
+def _one_trace(model, args, spec, cond_branches=True):
     """The first trace of an export, with what its engine recorded."""
-    return trace(model, args, None, spec, ExportSettings(timeout=2.0))
+    return trace(model, args, None, spec, ExportSettings(timeout=2.0, cond_branches=cond_branches))
 
 
 def _matches_eager(model, program, shapes, make=lambda s: torch.randn(*s)) -> None:
@@ -469,8 +469,9 @@ class LiteralBicubic(EarlyReturn):
 
 
 def test_a_resize_written_inexact_is_refused_without_tracing_into_it():
+    """(Without conds: with them, the early return is rewritten and run as one, ``test_branch_cond``.)"""
     first = _one_trace(LiteralBicubic(), (torch.randn(2, 3, 48, 40),),
-                       ({2: Dim("H", min=16, max=64), 3: Dim("W", min=16, max=64)},))
+                       ({2: Dim("H", min=16, max=64), 3: Dim("W", min=16, max=64)},), cond_branches=False)
     assert not first.engine.merged_branches and not first.unmerged
 
 
@@ -485,7 +486,8 @@ def test_an_early_return_the_rest_does_not_reproduce_is_not_merged(model):
 # ---------------------------------------------------------------------------- what is not merged
 
 def _kept_a_guard(model, x, spec) -> bool:
-    first = _one_trace(model, (x,), spec)
+    """Whether merging left the ``if`` a guard (the trace does not run it as a cond: ``test_branch_cond``)."""
+    first = _one_trace(model, (x,), spec, cond_branches=False)
     return not first.engine.merged_branches and any(
         g.verdict is not None and not g.verdict.proven for g in first.report.guards)
 
@@ -542,6 +544,14 @@ class HasAnElse(nn.Module):
                                    HasAnElse()], ids=lambda m: type(m).__name__)
 def test_bodies_with_other_effects_keep_their_guard(model):
     assert _kept_a_guard(model, torch.randn(2, 10), ({1: Dim("W", min=4, max=64)},))
+
+
+@pytest.mark.parametrize("model", [CallsAModule(), NotAnIdentity(), ReadsItsAmountAfter(), HasAnElse()],
+                         ids=lambda m: type(m).__name__)
+def test_bodies_merging_refuses_export_as_one_cond(model):
+    program = shapeproof.export(model, (torch.randn(2, 10),), dynamic_shapes=({1: Dim("W", min=4, max=64)},))
+    assert any(n.target is torch.ops.higher_order.cond for n in program.graph.nodes)
+    _matches_eager(model, program, [(2, w) for w in range(4, 65)])
 
 
 def test_a_refused_merge_leaves_an_export_that_still_matches_eager():

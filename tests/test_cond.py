@@ -2,9 +2,9 @@
 
 torch traces both sides of a cond over the whole domain, so a side valid only under its condition fails
 to trace (``x.reshape(B, -1, 32)`` where ``T % 4 == 0``).  Each case runs beside torch.export and is
-compared with eager on both sides of every cond, at the ends of the ranges and between.  Programs run
-under ``torch.no_grad()``: with inputs that require grad, torch's eager cond traces both sides at the
-inputs' sizes to build its schema (``gen_schema``), which a side valid only under its condition fails.
+compared with eager on both sides of every cond, at the ends of the ranges and between, with the
+model's weights requiring grad (a program's conds run their taken side then: torch's autograd kernel traces
+both sides at the inputs' sizes first, which a side valid only under its condition fails).
 """
 import io
 
@@ -101,11 +101,11 @@ class OnData(torch.nn.Module):
         return torch.cond(mask.any(), lambda x: x * 2, lambda x: x + 1, (x,))
 
 
-def _matches_eager(model, program, inputs) -> list:
+def _matches_eager(model, program, inputs, grad: bool = True) -> list:
     """The inputs where eager runs and the program does not give eager's result."""
     wrong = []
     for args in inputs:
-        with torch.no_grad():
+        with torch.set_grad_enabled(grad):
             try:
                 expected = model(*args)
             except RuntimeError:
@@ -209,7 +209,8 @@ def test_the_program_saves_loads_decomposes_and_runs_in_onnxruntime():
     torch.export.save(program, buffer)
     buffer.seek(0)
     inputs = [(torch.randn(2, t, 8),) for t in (2, 3, 4, 5, 11, 12, 1024)]
-    assert _matches_eager(model, torch.export.load(buffer), inputs) == []
+    # a loaded program's conds are torch's own: its autograd kernel traces both sides at the inputs' sizes
+    assert _matches_eager(model, torch.export.load(buffer), inputs, grad=False) == []
     assert _matches_eager(model, program.run_decompositions(), inputs) == []
     onnx_program = torch.onnx.export(program, dynamo=True, verbose=False)
     assert "If" in {node.op_type for node in onnx_program.model_proto.graph.node}
@@ -220,6 +221,22 @@ def test_the_program_saves_loads_decomposes_and_runs_in_onnxruntime():
             expected = model(x).numpy()
         assert torch.allclose(torch.from_numpy(session.run(None, {name: x.numpy()})[0]),
                               torch.from_numpy(expected), atol=1e-4)
+
+
+def test_gradients_through_the_program_are_eagers_on_both_sides():
+    torch.manual_seed(0)
+    model = PadToFour()
+    spec = ({1: Dim("T", min=2, max=1024)},)
+    program = shapeproof.export(model, (torch.randn(2, 10, 8),), dynamic_shapes=spec)
+    module = program.module()
+    for t in (7, 8):
+        x = torch.randn(2, t, 8)
+        for m in (model, module):
+            m.zero_grad()
+        model(x).square().sum().backward()
+        module(x).square().sum().backward()
+        assert torch.allclose(module.lin.weight.grad, model.lin.weight.grad, atol=1e-5)
+        assert torch.allclose(module.lin.bias.grad, model.lin.bias.grad, atol=1e-5)
 
 
 # -- the engine under a side's condition ----------------------------------------------------------------

@@ -109,13 +109,14 @@ class Parity(torch.nn.Module):
         return x + 1
 
 
-def test_a_branch_on_an_auto_dim_stays_an_input_check_with_a_warning():
-    """ExportDB dynamic_shape_if_guard under Dim.AUTO: torch keeps the branch's guard as an input check."""
+def test_without_conds_a_branch_on_an_auto_dim_stays_an_input_check_with_a_warning():
+    """ExportDB dynamic_shape_if_guard under Dim.AUTO: torch keeps the branch's guard as an input check (as
+    shapeproof does with ``cond_branches=False``; by default the branch is a cond: below)."""
     spec = {"x": {0: AUTO}}
     theirs = _torch(Parity(), (torch.randn(4),), spec)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        ours = shapeproof.export(Parity(), (torch.randn(4),), dynamic_shapes=spec)
+        ours = shapeproof.export(Parity(), (torch.randn(4),), dynamic_shapes=spec, cond_branches=False)
     assert ours._guards_code == theirs._guards_code
     assert any("split=True" in str(w.message) and "x.size(0) % 2" in str(w.message) for w in caught)
     x = torch.randn(10)
@@ -129,11 +130,25 @@ def test_split_covers_both_sides_of_a_branch_on_an_auto_dim():
         assert torch.equal(program.module()(x), Parity()(x))
 
 
-def test_a_branch_on_a_named_dim_is_still_an_error():
+def test_without_conds_a_branch_on_a_named_dim_is_still_an_error():
     """A named Dim promises its range (torch raises "Constraints violated")."""
     with pytest.raises(ExportError) as err:
-        shapeproof.export(Parity(), (torch.randn(4),), dynamic_shapes={"x": {0: Dim("n")}})
+        shapeproof.export(Parity(), (torch.randn(4),), dynamic_shapes={"x": {0: Dim("n")}},
+                          cond_branches=False)
     assert "x.size(0) % 2" in str(err.value)
+
+
+@pytest.mark.parametrize("spec", [{"x": {0: AUTO}}, {"x": {0: Dim("n")}}], ids=["auto", "named"])
+def test_a_branch_that_returns_early_is_a_cond_over_every_size(spec):
+    """The same branch (it returns early) runs as a cond: one program over the whole range, no warning, no
+    input check, eager's answer on both sides."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        program = shapeproof.export(Parity(), (torch.randn(4),), dynamic_shapes=spec)
+    assert any(n.target is torch.ops.higher_order.cond for n in program.graph.nodes)
+    for n in (2, 3, 8, 11, 1000):
+        x = torch.randn(n)
+        assert torch.equal(program.module()(x), Parity()(x))
 
 
 def test_two_named_dims_that_must_be_equal_are_an_error_with_the_shared_dim_fix():
@@ -248,8 +263,12 @@ def test_backed_size_oblivious_keeps_an_example_of_one_dynamic():
     for n in (1, 5):
         a, b, c = torch.randn(n, 3, 5), torch.randn(n, 3, 4), torch.randn(n, 4, 5)
         torch.testing.assert_close(program.module()(a, b, c), torch.baddbmm(a, b, c))
-    with pytest.raises(ExportError):      # without the switch, an example of 1 specializes the named Dim
-        shapeproof.export(BatchedMatmul(), args, dynamic_shapes=spec)
+    # without the switch torch specializes the named Dim (an error); shapeproof traces at another batch and
+    # checks the program at 1 (test_zero_one)
+    program = shapeproof.export(BatchedMatmul(), args, dynamic_shapes=spec)
+    for n in (1, 5):
+        a, b, c = torch.randn(n, 3, 5), torch.randn(n, 3, 4), torch.randn(n, 4, 5)
+        torch.testing.assert_close(program.module()(a, b, c), torch.baddbmm(a, b, c))
 
 
 def test_an_assert_on_data_becomes_a_runtime_assert():
@@ -396,9 +415,10 @@ def test_a_time_budget_stops_the_region_search():
     """issue 17: a caller bounds the whole search; with no time left no second trace starts."""
     with pytest.raises(ExportError) as err:
         shapeproof.export(Parity(), (torch.randn(4),), dynamic_shapes={"x": {0: Dim("n")}}, split=True,
-                          time_budget=0.0)
+                          time_budget=0.0, cond_branches=False)
     assert "time budget ran out after 1 traces" in str(err.value)
-    program = shapeproof.export(Parity(), (torch.randn(4),), dynamic_shapes={"x": {0: Dim("n")}}, split=True)
+    program = shapeproof.export(Parity(), (torch.randn(4),), dynamic_shapes={"x": {0: Dim("n")}}, split=True,
+                                cond_branches=False)
     assert len(program.programs) == 2
 
 
@@ -536,10 +556,10 @@ def test_a_deferred_guard_that_narrows_a_named_range_is_still_an_error():
     with pytest.raises(Exception, match=r"Constraints violated \(n\)"):
         torch.export.export(BranchOnSize(), args, dynamic_shapes=spec, strict=False, **options)
     with pytest.raises(ExportError, match=r"n > 4"):
-        shapeproof.export(BranchOnSize(), args, dynamic_shapes=spec, **options)
+        shapeproof.export(BranchOnSize(), args, dynamic_shapes=spec, cond_branches=False, **options)
     auto = {"x": {0: AUTO}}
     theirs = torch.export.export(BranchOnSize(), args, dynamic_shapes=auto, strict=False, **options)
-    ours = shapeproof.export(BranchOnSize(), args, dynamic_shapes=auto, **options)
+    ours = shapeproof.export(BranchOnSize(), args, dynamic_shapes=auto, cond_branches=False, **options)
     for program in (theirs, ours):
         assert _rejects(program, torch.randn(3, 3)) and not _rejects(program, torch.randn(5, 3))
 
@@ -565,7 +585,7 @@ def test_a_guard_on_the_root_of_a_derived_dim_no_input_carries_is_an_input_check
     theirs = _torch(BranchOnWidth(), args, spec)
     accepts = r"needs of h, the root\(s\) of derived dims .* accepts 5 of 7 \(h\): h in 4\.\.8"
     with pytest.warns(UserWarning, match=accepts):
-        ours = shapeproof.export(BranchOnWidth(), args, dynamic_shapes=spec)
+        ours = shapeproof.export(BranchOnWidth(), args, dynamic_shapes=spec, cond_branches=False)
     for width in (96, 128, 256):
         x = torch.randn(2, width)
         assert _rejects(ours, x) == _rejects(theirs, x) == (width < 100)
@@ -602,15 +622,30 @@ class CachedHeight(torch.nn.Module):
 def test_a_root_pinned_by_a_guard_torch_does_not_solve_is_an_input_check_like_torchs():
     """At the cached height the example takes the branch's other side, and the guard ``x.size(1) // 2 == 8``
     leaves h one size: torch does not solve it (not linear in the input's dim) and exports with it as an
-    input check; so does shapeproof, saying the program accepts 1 of 31 sizes."""
+    input check; so does shapeproof with the branch left a guard, saying the program accepts 1 of 31 sizes."""
     h = Dim("h", min=2, max=32)
     spec, args = ({1: 2 * h},), (torch.randn(2, 16, 4),)
     theirs = _torch(CachedHeight("linear"), args, spec)
     with pytest.warns(UserWarning, match=r"accepts 1 of 31 \(h\): h in 8"):
-        ours = shapeproof.export(CachedHeight("linear"), args, dynamic_shapes=spec)
+        ours = shapeproof.export(CachedHeight("linear"), args, dynamic_shapes=spec, cond_branches=False)
     for height in (7, 8, 9):
         x = torch.randn(2, 2 * height, 4)
         assert _rejects(ours, x) == _rejects(theirs, x) == (height != 8)
+
+
+def test_a_table_resized_only_at_other_heights_runs_as_a_cond_for_every_height():
+    """By default the branch of the same model is one ``torch.cond``: the resize where the height differs
+    from the cached one, the cached table where not; one program for every height."""
+    h = Dim("h", min=2, max=32)
+    spec, args, model = ({1: 2 * h},), (torch.randn(2, 16, 4),), CachedHeight("linear")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours = shapeproof.export(model, args, dynamic_shapes=spec)
+    assert any(n.target is torch.ops.higher_order.cond for n in ours.graph.nodes)
+    for height in (2, 7, 8, 9, 32):
+        x = torch.randn(2, 2 * height, 4)
+        with torch.no_grad():
+            torch.testing.assert_close(ours.module()(x), model(x))
 
 
 def test_a_cached_table_resized_only_at_other_heights_is_one_program_for_every_height():

@@ -83,15 +83,26 @@ def test_out_of_range_inputs_are_rejected():
 def test_real_violation_is_explained_and_fixable():
     model, args, spec = FAILING["scale_on_remainder"].build()
     with pytest.raises(ExportError) as err:
-        shapeproof.export(model, args, dynamic_shapes=spec)
+        shapeproof.export(model, args, dynamic_shapes=spec, cond_branches=False)
     message = str(err.value)
     assert "x.size(1) = T" in message                     # the input and dim first
     assert "if x.shape[1] % 4 != 0" in message            # then the user's source line
     assert "T = 4" in message                              # a counterexample that really fails
     assert [v.counterexample for v in err.value.violations] == [{"T": 4}]
     fixed = shapeproof.suggest_dynamic_shapes(err.value, spec)
-    ep = shapeproof.export(model, args, dynamic_shapes=fixed)   # the suggestion really works
+    ep = shapeproof.export(model, args, dynamic_shapes=fixed, cond_branches=False)   # the suggestion works
     assert isinstance(ep, torch.export.ExportedProgram)
+
+
+def test_the_same_branch_run_as_a_cond_exports_over_the_whole_range():
+    case = FAILING["scale_on_remainder"]
+    model, args, spec = case.build()
+    ep = shapeproof.export(model, args, dynamic_shapes=spec)
+    assert any(n.target is torch.ops.higher_order.cond for n in ep.graph.nodes)
+    for dims in ({"B": 1, "T": 2}, {"B": 3, "T": 4}, {"B": 8, "T": 1023}, {"B": 2, "T": 1024}):
+        x = case.make_inputs(dims)
+        with torch.no_grad():
+            assert torch.equal(ep.module()(*x), model(*x))
 
 
 def test_multivariate_violation_gets_a_joint_fix_that_works():
@@ -123,13 +134,17 @@ def test_a_branch_on_data_raises_torch_and_engine_error_types_with_the_engine_me
 
     from shapeproof.shapes import DataDependentError
 
+    spec = ({0: torch.export.Dim("N", min=2, max=64)},)
     with pytest.raises(GuardOnDataDependentSymNode) as info:
-        shapeproof.export(BranchOnCount(), (torch.randn(8, 3),),
-                          dynamic_shapes=({0: torch.export.Dim("N", min=2, max=64)},))
+        shapeproof.export(BranchOnCount(), (torch.randn(8, 3),), dynamic_shapes=spec, cond_branches=False)
     err = info.value
     assert isinstance(err, DataDependentError)
     assert "torch._check" in str(err) and err.suggestions
     assert "test_export.py" in str(err)
+    # by default the branch is a cond on the count, computed at run time: eager's answer on both sides
+    program = shapeproof.export(BranchOnCount(), (torch.randn(8, 3),), dynamic_shapes=spec)
+    for x in (torch.randn(8, 3), -torch.ones(8, 3), torch.ones(40, 3), torch.ones(2, 3)):
+        assert torch.equal(program.module()(x), BranchOnCount()(x))
 
 
 class PoolPaddedToFour(torch.nn.Module):

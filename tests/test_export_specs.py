@@ -231,10 +231,11 @@ class _PadToFour(torch.nn.Module):
         return x.view(x.shape[0], -1, 4).sum(-1) * scale + sum(r.sum() for r in rest)
 
 
+@pytest.mark.usefixtures("program_level_merges_only")
 def test_a_program_traced_again_takes_its_inputs_as_the_call_gave_them():
     """The padding program, traced at a second point, serves the whole range; it must take ``x``,
     ``*rest`` and ``scale`` as the export call passed them (a keyword traced as a position made
-    ``program.module()(x=...)`` raise "kwarg keyword mismatch")."""
+    ``program.module()(x=...)`` raise "kwarg keyword mismatch").  (The trace itself would merge the pad.)"""
     from shapeproof.export import export_with_report
 
     t = Dim("T", min=5, max=64)
@@ -247,3 +248,23 @@ def test_a_program_traced_again_takes_its_inputs_as_the_call_gave_them():
             resized = {**kwargs, "x": torch.randn(2, n)} if "x" in kwargs else kwargs
             call = (torch.randn(2, n), *args[1:]) if args else ()
             assert torch.allclose(result.program.module()(*call, **resized), _PadToFour()(*call, **resized))
+
+
+class SumIs32(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.cat([x, y]).reshape(32, -1)
+
+
+def test_a_relation_torchs_dim_cannot_declare_is_an_export_error_that_states_it():
+    """``dy = 32 - dx`` decreases with ``dx``: no derived Dim says it.  The export's error is an
+    ``ExportError`` naming the relation (writing its message once raised torch's NotImplementedError), its
+    suggested-fix lines leave ``dy`` alone, and ``suggest_dynamic_shapes`` keeps it as declared."""
+    dx, dy = Dim("dx", min=1, max=31), Dim("dy", min=1, max=31)
+    spec = ({0: dx}, {0: dy})
+    with pytest.raises(shapeproof.ExportError) as caught:
+        shapeproof.export(SumIs32(), (torch.randn(10, 4), torch.randn(22, 4)), dynamic_shapes=spec)
+    message = str(caught.value)
+    assert "dy must be 32 - dx, which torch's Dim cannot declare" in message
+    suggested = message.partition("Suggested fixes:")[2]
+    assert "dy = " not in suggested
+    assert shapeproof.suggest_dynamic_shapes(caught.value, spec)[1][0] is dy

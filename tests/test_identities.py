@@ -4,7 +4,8 @@ A model with ``if T % 4: <op>`` is traced where the branch is taken (A) and
 where it is not (B).  When ``<op>`` is an identity on B's region, A's program
 must serve B (and compute eager's values there); when it is not (a pad of 4,
 a slice that drops one element...), ``serves`` must refuse, and A's program
-indeed computes something else than eager on B's region.
+indeed computes something else than eager on B's region.  The traces neither merge the branch nor run
+it as a cond themselves (``program_level_merges_only``): the programs are what is compared.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from shapeproof.export.specs import normalize_spec
 from torch.export import Dim
 
 __shapeproof_user_code__ = True
+pytestmark = pytest.mark.usefixtures("program_level_merges_only")
 
 aten = torch.ops.aten
 

@@ -287,6 +287,7 @@ def snapshot(user_module=None) -> dict:
         "sys_path": list(sys.path),
         "engine_thread": on_engine_thread(),
         "stand_ins": symbolic_user_names.active,
+        "model_code": {m.__name__: m.forward.__code__ for m in _MODELS},
     }
     if user_module is not None:
         state["user_module"] = {k: id(v) for k, v in vars(user_module).items()}
@@ -327,7 +328,27 @@ class Odd(torch.nn.Module):
         return x.reshape(x.shape[0], -1, 2)      # T odd fails: the export fails
 
 
-@pytest.mark.parametrize("outcome", ["success", "failure", "interrupt", "budget"])
+def _interrupted_in_a_side(x):
+    if sys._getframe(1).f_code.co_name == "side_of_if":
+        raise KeyboardInterrupt
+    return x
+
+
+class InterruptedAfterARewrite(torch.nn.Module):
+    """An early return run as a cond (its function's code swapped), interrupted while a side is traced."""
+
+    def forward(self, x):
+        if x.shape[1] % 2 != 0:
+            return torch.nn.functional.pad(x, (0, 1)).reshape(x.shape[0], -1, 2)
+        y = _interrupted_in_a_side(x)
+        return y.reshape(x.shape[0], -1, 2)
+
+
+_MODELS = (Interrupted, Branches, Odd, InterruptedAfterARewrite)
+
+
+@pytest.mark.parametrize("outcome",
+                         ["success", "failure", "interrupt", "interrupt after a rewrite", "budget"])
 def test_the_process_is_as_it_was_after_an_export(outcome, user_module):
     _export_grid(user_module)                  # first-use caches and imports are not the export's changes
     x, model = torch.randn(2, 8), user_module.Grid()
@@ -341,6 +362,10 @@ def test_the_process_is_as_it_was_after_an_export(outcome, user_module):
         with pytest.raises(KeyboardInterrupt):
             shapeproof.export(Interrupted(), (x,), dynamic_shapes=({0: Dim("B", max=64)},))
         assert Interrupted.seen == [True]
+    elif outcome == "interrupt after a rewrite":
+        with pytest.raises(KeyboardInterrupt):
+            shapeproof.export(InterruptedAfterARewrite(), (x,),
+                              dynamic_shapes=({1: Dim("T", min=2, max=64)},))
     else:
         try:
             shapeproof.export(Branches(), (x,), dynamic_shapes=({1: 2 * Dim("T", min=1, max=64)},),

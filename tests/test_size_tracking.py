@@ -338,9 +338,11 @@ class DataIndex(nn.Module):
 
 
 def test_a_branch_on_data_says_where_and_offers_torch_cond():
+    """(Without conds: by default the branch is one, ``test_branch_cond``.)"""
     with pytest.raises(DataDependentError) as info:
         shapeproof.export(DataBranch(), (torch.randn(6, 3), torch.ones(6, dtype=torch.bool)),
-                          dynamic_shapes=({0: Dim("N", min=2, max=64)}, {0: Dim("N", min=2, max=64)}))
+                          dynamic_shapes=({0: Dim("N", min=2, max=64)}, {0: Dim("N", min=2, max=64)}),
+                          cond_branches=False)
     message = str(info.value)
     assert "if mask.any():" in message and "torch.cond(" in message and "torch._check(" in message
 

@@ -1,4 +1,9 @@
-"""Export across shape-dependent branches: region search, merging, SplitProgram, partition checks."""
+"""Export across shape-dependent branches: region search, merging, SplitProgram, partition checks.
+
+A branch whose sides a trace can run as one ``torch.cond`` is exported with
+``cond_branches=False`` here, so that it reaches the region search
+(``test_branch_cond`` exports such branches as conds).
+"""
 from __future__ import annotations
 
 import io
@@ -70,7 +75,7 @@ def _eager(model, x):
 def test_a_guard_that_only_picks_between_identical_graphs_is_dropped():
     t = Dim("T", min=2, max=40)
     result = shapeproof.export_with_report(SameCodeEitherWay(), (torch.randn(2, 6, 3),),
-                                           dynamic_shapes=({1: t},))
+                                           dynamic_shapes=({1: t},), cond_branches=False)
     assert isinstance(result.program, torch.export.ExportedProgram)
     assert result.regions is not None and result.regions.covered and len(result.regions.regions) == 1
     assert len(result.regions.traces) == 2          # the example (even) and a counterexample (odd)
@@ -83,7 +88,7 @@ def test_a_guard_that_only_picks_between_identical_graphs_is_dropped():
 def test_default_export_of_a_real_branch_fails_and_names_the_regions():
     with pytest.raises(shapeproof.ExportError) as info:
         shapeproof.export(PadToMultiple(), (torch.randn(2, 10, 3),),
-                          dynamic_shapes=({1: Dim("T", min=2, max=64)},))
+                          dynamic_shapes=({1: Dim("T", min=2, max=64)},), cond_branches=False)
     text = str(info.value)
     assert "region 1:" in text and "region 2:" in text and "split=True" in text
     assert "test_split.py" in text                   # the user's line of the branch
@@ -92,7 +97,8 @@ def test_default_export_of_a_real_branch_fails_and_names_the_regions():
 def test_split_export_covers_every_region_and_matches_eager_at_their_ends(tmp_path):
     model = PadToMultiple()
     result = shapeproof.export_with_report(model, (torch.randn(2, 10, 3),),
-                                           dynamic_shapes=({1: Dim("T", min=2, max=64)},), split=True)
+                                           dynamic_shapes=({1: Dim("T", min=2, max=64)},), split=True,
+                                           cond_branches=False)
     package = result.program
     assert isinstance(package, SplitProgram) and len(package.programs) == 2
     assert check_partition(package.predicates, {symbol("T"): (2, 64)}) == []
@@ -126,14 +132,15 @@ def test_default_keeps_a_multi_dim_branch_as_an_input_check_that_accepts_more_th
     spec = ({1: Dim("H", min=4, max=32), 2: Dim("W", min=4, max=32)},)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        program = shapeproof.export(model, (torch.randn(2, 8, 12),), dynamic_shapes=spec)
+        program = shapeproof.export(model, (torch.randn(2, 8, 12),), dynamic_shapes=spec, cond_branches=False)
     assert any("split=True" in str(w.message) for w in caught)
     module = program.module()
     x = torch.randn(2, 4, 16)             # (4//4)*(16//4) == 4 but H != W: torch's program rejects this size
     assert torch.allclose(module(x), _eager(model, x))
     with pytest.raises(AssertionError, match="Guard failed"):
         module(torch.randn(2, 8, 8))      # the fast-path region needs the other program
-    package = shapeproof.export(model, (torch.randn(2, 8, 12),), dynamic_shapes=spec, split=True)
+    package = shapeproof.export(model, (torch.randn(2, 8, 12),), dynamic_shapes=spec, split=True,
+                                cond_branches=False)
     for h, w in [(8, 8), (11, 11), (4, 16), (32, 32), (4, 4), (9, 10)]:
         x = torch.randn(2, h, w)
         assert torch.allclose(package.module()(x), _eager(model, x)), (h, w)
@@ -146,8 +153,9 @@ def test_widening_past_torchs_input_check_takes_one_more_trace_unless_given_a_bu
     model = FastPathAtNativeSize()
     spec = ({1: Dim("H", min=4, max=32), 2: Dim("W", min=4, max=32)},)
     example = (torch.randn(2, 8, 12),)
-    default = shapeproof.export_with_report(model, example, dynamic_shapes=spec)
-    budgeted = shapeproof.export_with_report(model, example, dynamic_shapes=spec, time_budget=600)
+    default = shapeproof.export_with_report(model, example, dynamic_shapes=spec, cond_branches=False)
+    budgeted = shapeproof.export_with_report(model, example, dynamic_shapes=spec, time_budget=600,
+                                             cond_branches=False)
     assert (len(default.regions.traces), len(budgeted.regions.traces)) == (2, 3)
     assert any("time_budget" in w for w in default.warnings)
     assert not any("time_budget" in w for w in budgeted.warnings)
@@ -199,14 +207,15 @@ def test_max_regions_bounds_programs_not_traces():
     spec = ({1: Dim("H", min=2, max=30), 2: Dim("W", min=2, max=30)},)
     example = (torch.randn(1, 4, 6),)
     result = shapeproof.export_with_report(BothEven(), example, dynamic_shapes=spec, split=True,
-                                           max_regions=2)
+                                           max_regions=2, cond_branches=False)
     assert len(result.regions.regions) == 2 and len(result.regions.traces) == 3
     package = result.program
     for h, w in [(2, 2), (2, 3), (3, 2), (29, 30), (30, 30), (3, 3)]:
         x = torch.randn(1, h, w)
         assert torch.allclose(package.module()(x), _eager(BothEven(), x))
     with pytest.raises(shapeproof.ExportError, match="max_regions=1") as err:
-        shapeproof.export(BothEven(), example, dynamic_shapes=spec, split=True, max_regions=1)
+        shapeproof.export(BothEven(), example, dynamic_shapes=spec, split=True, max_regions=1,
+                          cond_branches=False)
     regions = err.value.regions                 # the regions found before the bound, each explained
     assert len(regions) == 2 and all(f"region {i}: " in str(err.value) for i in (1, 2))
     assert all(truth(r.predicate, {symbol(k): v for k, v in t.point.items()}) for r in regions
@@ -226,7 +235,7 @@ def test_a_trace_at_a_large_size_has_no_symbol_but_the_declared_dims():
     of the trace's point and of its program."""
     spec = ({1: Dim("T", min=2, max=300)},)
     result = shapeproof.export_with_report(LongBranch(), (torch.randn(1, 8, 512),), dynamic_shapes=spec,
-                                           split=True)
+                                           split=True, cond_branches=False)
     traces = result.regions.traces
     assert len(traces) == 2 and traces[1].point["T"] * 512 * 4 >= 1 << 16
     assert all(set(t.point) == {"T"} for t in traces)

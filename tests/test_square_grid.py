@@ -147,11 +147,21 @@ def test_checks_that_refuse_most_sizes_the_model_runs_at_are_an_error_as_in_torc
     _, theirs_failed, _ = _export(torch.export.export, SquareOrNot(), example, spec)
     assert theirs_failed is not None
     with pytest.raises(ExportError) as caught:
-        shapeproof.export(SquareOrNot(), example, dynamic_shapes=spec)
+        shapeproof.export(SquareOrNot(), example, dynamic_shapes=spec, cond_branches=False)
     message = str(caught.value)
     assert "would accept, of the declared sizes, 76 of 1588 (B, N);" in message
     assert "the model runs at N = 63, which they reject" in message
     assert "split=True" in message
+
+
+def test_the_square_branch_is_one_cond_by_default():
+    """The branch returns early: run as a cond, one program serves every size, square or not."""
+    spec = ({0: Dim("B", min=1, max=4), 1: Dim("N", min=4, max=400)},)
+    program = shapeproof.export(SquareOrNot(), (torch.randn(2, 64),), dynamic_shapes=spec)
+    assert any(n.target is torch.ops.higher_order.cond for n in program.graph.nodes)
+    for b, n in [(1, 4), (3, 63), (2, 64), (4, 400), (1, 399), (2, 100)]:
+        x = torch.randn(b, n)
+        torch.testing.assert_close(program.module()(x), SquareOrNot()(x), rtol=0, atol=0)
 
 
 def test_split_exports_both_sides_of_the_square_branch():

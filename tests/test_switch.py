@@ -33,9 +33,10 @@ def test_inside_the_block_torch_export_is_shapeproofs_and_raises_its_error():
 def test_the_blocks_options_reach_every_export_it_runs():
     """split, max_regions and time_budget are shapeproof.export's: with no time left no 2nd trace starts."""
     spec = {"x": {0: Dim("n")}}
-    with shapeproof.engine(split=True):
+    with shapeproof.engine(split=True, cond_branches=False):
         assert len(torch.export.export(Parity(), (torch.randn(4),), dynamic_shapes=spec).programs) == 2
-    with shapeproof.engine(split=True, time_budget=0.0), pytest.raises(ExportError) as info:
+    without_time = shapeproof.engine(split=True, time_budget=0.0, cond_branches=False)
+    with without_time, pytest.raises(ExportError) as info:
         torch.export.export(Parity(), (torch.randn(4),), dynamic_shapes=spec)
     assert "time budget ran out after 1 traces" in str(info.value)
 
@@ -94,16 +95,23 @@ def test_torch_onnx_refines_the_spec_from_shapeproofs_error_as_from_torchs():
     """torch.onnx exports with deferred runtime asserts (so an even batch is an assert, not an error); a
     branch on the named batch is an error in torch.export, and torch.onnx then re-exports with the spec
     ``refine_dynamic_shapes_from_suggested_fixes`` reads from the error's message: from shapeproof's as
-    from torch's, the batch narrowed to B > 4."""
+    from torch's, the batch narrowed to B > 4 (without conds; with them, the whole range, below)."""
     pytest.importorskip("onnxscript")
     args, spec = (torch.randn(8, 3),), ({0: Dim("B", min=2, max=9)},)
     torchs = torch.onnx.export(BranchOnBatch(), args, dynamic_shapes=spec, dynamo=True, verbose=False)
-    with shapeproof.engine():
+    with shapeproof.engine(cond_branches=False):
         ours = torch.onnx.export(BranchOnBatch(), args, dynamic_shapes=spec, dynamo=True, verbose=False)
     ranges = [list(p.exported_program.range_constraints.values()) for p in (torchs, ours)]
     assert ranges[0] == ranges[1] and (ranges[1][0].lower, ranges[1][0].upper) == (5, 9)
     x = torch.randn(6, 3)
     assert torch.allclose(torch.as_tensor(ours(x)[0]), x * 2)
+    with shapeproof.engine():
+        whole = torch.onnx.export(BranchOnBatch(), args, dynamic_shapes=spec, dynamo=True, verbose=False)
+    bounds = [(r.lower, r.upper) for r in whole.exported_program.range_constraints.values()]
+    assert bounds == [(2, 9)]
+    for n in (2, 4, 5, 9):
+        x = torch.randn(n, 3)
+        assert torch.allclose(torch.as_tensor(whole(x)[0]), BranchOnBatch()(x))
     model, args, spec = _even_batch()
     with shapeproof.engine():
         torch.onnx.export(model, args, dynamic_shapes=spec, dynamo=True, verbose=False)

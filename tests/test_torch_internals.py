@@ -332,3 +332,26 @@ def test_the_make_fx_tracer_under_way_is_a_module_global_of_proxy_tensor():
     assert door.make_fx_tracer() is None
     proxy_tensor.make_fx(f)(torch.ones(2))
     assert isinstance(seen[0], proxy_tensor.PythonKeyTracer) and door.make_fx_tracer() is None
+
+
+def test_a_dispatch_mode_is_seen_whether_it_is_a_users_or_one_of_torchs_infra_modes():
+    import torch.fx.experimental.proxy_tensor as proxy_tensor
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Passing(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    seen = []
+
+    def f(x):
+        seen.append(door.dispatch_mode_active())
+        return x + 1
+
+    assert not door.dispatch_mode_active()
+    with Passing():
+        assert door.dispatch_mode_active()
+    with door.FakeTensorMode():
+        assert door.dispatch_mode_active()
+    proxy_tensor.make_fx(f)(torch.ones(2))
+    assert seen == [True] and not door.dispatch_mode_active()

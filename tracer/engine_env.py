@@ -41,6 +41,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
+from typing import NamedTuple
 
 import sympy
 import torch
@@ -48,9 +49,14 @@ import torch
 from shapeproof.shapes import DataDependentError, DimKind, ShapeEnv, Source, is_user_frame
 
 from . import cond_sides
+from .control.branch_cond import BranchConds
 from .control.branch_merge import BranchMerging
 from .control.cond import conds_under_their_conditions
-from .questions import annotated, current_op, has_symbols, is_torch_frame, provenance, smaller_than
+from .control.early_returns import swapped
+from .questions import (
+    annotated, current_op, guarded_node, has_symbols, is_torch_frame, jumping_user_frame, provenance,
+    smaller_than,
+)
 from .exact_cancel import exact_cancellation
 from .fake_mode import EngineFakeTensorMode
 from .sizes.hintless import hintless_answer, hintless_views
@@ -65,8 +71,10 @@ from .sym_expr_cache import cached_sym_exprs
 from .sizes.user_globals import symbolic_user_names
 from .sympy_bridge import Conversions, UnsupportedExpression, bounds_of
 from .torch_internals import (
-    BOOL_GUARD_PATH, FORCED_SPECIALIZATIONS, PRETTIFY_RESULTS, SOLVE_CONSTRAINTS, GuardOnDataDependentSymNode,
+    BOOL_GUARD_PATH, FORCED_SPECIALIZATIONS, PRETTIFY_RESULTS, SOLVE_CONSTRAINTS, DimDynamic,
+    GuardOnDataDependentSymNode,
     RelaxedUnspecConstraint, StrictMinMaxConstraint, TorchShapeEnv, TracingContext, UserError, UserErrorType,
+    ValueRanges,
     convert_guards_to_code, tracing, uninteresting_files,
 )
 
@@ -133,6 +141,15 @@ def dim_kind(constraint_dim) -> DimKind:
 _TORCH_FIRST_NODES = 20
 
 
+class ZeroOneExample(NamedTuple):
+    """An input dim declared dynamic (a named ``Dim``, ``Dim.AUTO``/``DYNAMIC``) whose example size is 0 or
+    1, which torch made that constant."""
+
+    size: int
+    dim_name: str | None                   # the user's Dim, when one was named
+    declared: tuple | None                 # its declared range, when one was
+
+
 class EngineShapeEnv(TorchShapeEnv):
     """torch's ShapeEnv whose undecided questions go to ``engine``, and whose records it mirrors."""
 
@@ -161,8 +178,15 @@ class EngineShapeEnv(TorchShapeEnv):
         self.branch_merging: BranchMerging | None = None
         # set by engine_tracing: loops over sizes rolled into one scan
         self.loop_rolling: LoopRolling | None = None
+        # set by engine_tracing: ``if``s whose sides differ, run as one torch.cond
+        self.branch_conds: BranchConds | None = None
         # the sides of ``torch.cond`` being traced: the condition each runs under, in torch's sympy
         self.sides: list[sympy.Basic] = []
+        # input dims declared dynamic whose example size is 0 or 1 (torch made them that constant)
+        self.zero_one_examples: dict[str, ZeroOneExample] = {}
+        # set by engine_tracing: the least size of input dims whose 0/1 example was moved off (by source)
+        self.lowest: dict[str, int] = {}
+        self._lowered: set[sympy.Symbol] = set()      # their symbols
 
     # -- symbols -----------------------------------------------------------------
     def create_symbol(self, val, source, dynamic_dim=None, constraint_dim=None, positive=True,
@@ -173,10 +197,22 @@ class EngineShapeEnv(TorchShapeEnv):
         if dynamic_dim is not None:
             kwargs["dynamic_dim"] = dynamic_dim
         expr = super().create_symbol(val, source, **kwargs)
-        self._mirror_symbol(expr, int(val), source, constraint_dim, positive, do_not_specialize_zero_one)
+        lowest = self.lowest.get(source.name)
+        if lowest is not None and isinstance(expr, sympy.Symbol):
+            # an example of 0/1 moved off (``zero_one``): the program must serve it, so the trace may not
+            # take the size for at least 2 there (torch's 0/1 convention)
+            # take the size for at least 2 there (torch's 0/1 convention); torch's own library questions on
+            # it stay size-oblivious, as under its ``backed_size_oblivious`` (``_size_oblivious_answer``)
+            known = self.var_to_range[expr]
+            self.var_to_range[expr] = ValueRanges(min(known.lower, lowest), known.upper)
+            self.size_like.add(expr)
+            self._lowered.add(expr)
+        self._mirror_symbol(expr, int(val), source, constraint_dim, positive, do_not_specialize_zero_one,
+                            dynamic=dynamic_dim == DimDynamic.DYNAMIC, lowest=lowest)
         return expr
 
-    def _mirror_symbol(self, expr, val: int, source, constraint_dim, positive, keep_zero_one: bool) -> None:
+    def _mirror_symbol(self, expr, val: int, source, constraint_dim, positive, keep_zero_one: bool,
+                       dynamic: bool = False, lowest: int | None = None) -> None:
         name = source.name
         if name in self._roots:                        # torch's phantom symbol for a derived dim's root
             if isinstance(expr, sympy.Symbol):
@@ -189,11 +225,14 @@ class EngineShapeEnv(TorchShapeEnv):
         declared = bounds_of(constraint_dim.vr) if strict else None
         create = functools.partial(self.engine.create_backed_symbol, val, src, declared=declared,
                                    dim_name=spec.name if spec else None, kind=dim_kind(constraint_dim),
-                                   specialize_zero_one=False if keep_zero_one else None)
+                                   specialize_zero_one=False if keep_zero_one else None, lowest=lowest)
         if not isinstance(expr, sympy.Symbol):
             # declared dynamic, specialized on the example (an int in the spec, declared [1, 1], is static)
             if strict and val in (0, 1) and declared != (val, val):
                 create()
+            dynamic = strict or isinstance(constraint_dim, RelaxedUnspecConstraint) or dynamic
+            if dynamic and val in (0, 1) and declared != (val, val) and dim is not None:
+                self.zero_one_examples[name] = ZeroOneExample(val, spec.name if spec else None, declared)
             return
         if expr in self.symbol_map:                    # duck sizing: another input dim, same symbol
             self.engine.add_source(self.symbol_map[expr], src)
@@ -362,6 +401,18 @@ class EngineShapeEnv(TorchShapeEnv):
             merged = self._merged_branch(orig_expr)
             if merged is not None:
                 return merged
+        if self.branch_conds is not None and fallback_value is None and self._a_boolean_of_data(orig_expr):
+            frame, node = jumping_user_frame(), guarded_node()
+            answer = None if frame is None or node is None else self.branch_conds.convert(
+                frame, orig_expr, data=torch.SymBool(node))
+            if answer is not None:
+                return answer
+        if fallback_value is not None and self._lowered & orig_expr.free_symbols \
+                and self._maybe_evaluate_static(orig_expr) is None:
+            # a library's guard_or_false/true on a dim whose 0/1 example was moved off: its fallback, no
+            # guard, as torch answers it under ``backed_size_oblivious`` (the program is checked at 0/1)
+            self.unguarded_answers.append(("size-oblivious at a moved 0/1", orig_expr, fallback_value))
+            return fallback_value
         if self._backed(orig_expr) and self._maybe_evaluate_static(orig_expr) is None:
             hintless = hintless_answer(orig_expr, fallback_value, sys._getframe(1), self._at_least_one)
             if hintless is not None:
@@ -391,6 +442,11 @@ class EngineShapeEnv(TorchShapeEnv):
         data-dependent question then has the size tracker follow the tensors the sizes come from)."""
         return expr.free_symbols <= self.backed_var_to_val.keys()
 
+    def _a_boolean_of_data(self, expr) -> bool:
+        """Whether ``expr`` is the truth of booleans read from tensors (``if mask.any():``)."""
+        symbols = expr.free_symbols
+        return bool(symbols) and symbols <= self.bool_symbols and self._maybe_evaluate_static(expr) is None
+
     def _at_least_one(self, size) -> bool:
         return self._maybe_evaluate_static(sympy.Ge(size, 1)) == sympy.true
 
@@ -403,6 +459,8 @@ class EngineShapeEnv(TorchShapeEnv):
             return None
         assert self.branch_merging is not None
         answer = self.branch_merging.decide(expr, frame) if is_user_frame(frame) else None
+        if answer is None and self.branch_conds is not None and is_user_frame(frame):
+            answer = self.branch_conds.convert(frame, expr)
         if answer is None and not is_torch_frame(frame) and self._backed(expr):
             answer = short_circuit_answer(frame)
             if answer is not None:
@@ -553,7 +611,12 @@ def _asking_frame() -> FrameType | None:
         if frame is None or frame.f_code.co_name != name:
             return None
         frame = frame.f_back
+    if frame is not None and frame.f_code is _INT_TRUTH:      # ``if size % 2:``: bool(size != 0)
+        frame = frame.f_back
     return frame
+
+
+_INT_TRUTH = torch.SymInt.__bool__.__code__
 
 
 def _best_effort(step):
@@ -579,7 +642,8 @@ def _warn_only(context):
 
 def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None,
                    buffers: dict[int, torch.Tensor] | None = None, prefer_deferred_asserts: bool = False,
-                   unmerged: frozenset = frozenset()):
+                   unmerged: frozenset = frozenset(), cond_branches: bool = True,
+                   lowest: dict[str, int] | None = None):
     """Context in which ``torch.export.export(strict=False)`` traces with ``engine`` deciding shapes.
 
     Uses export's documented reuse of an ambient TracingContext's fake mode
@@ -590,7 +654,10 @@ def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None
     ``prefer_deferred_runtime_asserts_over_guards``, which export would have
     given the ShapeEnv it builds itself.  ``unmerged``: ``if`` statements (file, line) whose body
     an earlier attempt found not to be an identity on the side that skips it (``branch_merge``), and
-    loops (``("loop", file, line, why)``) it found not to roll (``loops``).
+    loops (``("loop", file, line, why)``) it found not to roll (``loops``).  ``cond_branches``: run an
+    ``if`` whose sides differ as one ``torch.cond`` (``branch_cond``) rather than leave it a guard.
+    ``lowest``: input dims (by torch's source name) whose example of 0 or 1 was moved off, with that
+    size, which the trace must take into account (``export/search/zero_one.py``).
     Returns ``(context manager, EngineShapeEnv)``.
     """
     torch_env = EngineShapeEnv(engine=engine, dim_specs=dim_specs, tracked_fakes=[], trace_asserts=True,
@@ -598,15 +665,18 @@ def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None
     fake_mode = EngineFakeTensorMode(shape_env=torch_env, allow_non_fake_inputs=True, export=True,
                                      constants=buffers)
     torch_env.size_tracker = fake_mode.size_tracker
+    torch_env.lowest = dict(lowest or {})
     torch_env.branch_merging = BranchMerging(torch_env, unmerged)
     torch_env.loop_rolling = LoopRolling(torch_env, unmerged)
+    torch_env.branch_conds = BranchConds(torch_env, unmerged, enabled=cond_branches)
     return _traced(TracingContext(fake_mode), torch_env.branch_merging, torch_env.loop_rolling,
-                   fake_mode.size_tracker), torch_env
+                   torch_env.branch_conds, fake_mode.size_tracker), torch_env
 
 
 @contextmanager
-def _traced(context: TracingContext, merging: BranchMerging, rolling: LoopRolling, tracker: SizeTracker):
-    with tracing_turn(), tracing(context), engine_patches():
+def _traced(context: TracingContext, merging: BranchMerging, rolling: LoopRolling, conds: BranchConds,
+            tracker: SizeTracker):
+    with tracing_turn(), tracing(context), engine_patches(), swapped(conds.rewrites):
         try:
             yield
         finally:

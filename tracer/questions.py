@@ -17,11 +17,13 @@ from types import FrameType
 
 import sympy
 
-from shapeproof.shapes import DataDependentError, Provenance, capture
+from shapeproof.shapes import DataDependentError, Provenance, capture, is_user_frame
 
-from .torch_internals import OpOverload
+from .control.branch_sites import jump_position
+from .torch_internals import GUARD_BOOL, SYM_NODE_MODULE, OpOverload
 
-__all__ = ["current_op", "provenance", "has_symbols", "smaller_than", "is_torch_frame", "annotated"]
+__all__ = ["current_op", "provenance", "has_symbols", "smaller_than", "is_torch_frame", "jumping_user_frame",
+           "guarded_node", "annotated"]
 
 
 def current_op() -> str | None:
@@ -61,6 +63,28 @@ def has_symbols(expr) -> bool:
             return True
         pending.extend(e.args)
     return False
+
+
+def jumping_user_frame() -> FrameType | None:
+    """The user's frame that asked the question being answered (from its caller out), if it is executing a
+    conditional jump: an ``if`` whose test is the question, however torch routed the truth value."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and not is_user_frame(frame):
+        frame = frame.f_back
+    if frame is None or jump_position(frame.f_code, frame.f_lasti) is None:
+        return None
+    return frame
+
+
+def guarded_node():
+    """The SymNode whose truth is being asked (``bool(symbool)``: the node of ``guard_bool``, which the
+    trace follows, unlike a node made again from its expression)."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == GUARD_BOOL and frame.f_globals.get("__name__") == SYM_NODE_MODULE:
+            return frame.f_locals.get("self")
+        frame = frame.f_back
+    return None
 
 
 def is_torch_frame(frame: FrameType) -> bool:

@@ -47,7 +47,7 @@ from torch.fx._graph_pickler import _GraphUnpickler as GraphUnpickler, _Unpickle
 from torch.fx._graph_pickler import _ShapeEnvPickleData as ShapeEnvPickleData
 from torch.fx._graph_pickler import patch_pytree_map_over_slice as graph_pickling
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, RelaxedUnspecConstraint
-from torch.fx.experimental.symbolic_shapes import StrictMinMaxConstraint, uninteresting_files
+from torch.fx.experimental.symbolic_shapes import DimDynamic, StrictMinMaxConstraint, uninteresting_files
 from torch.fx.experimental.symbolic_shapes import ShapeEnv as TorchShapeEnv
 # exact_cancel patches this module (pinned in tests)
 import torch.utils._sympy.functions as sympy_functions  # noqa: F401
@@ -69,6 +69,14 @@ cond_module = importlib.import_module("torch._higher_order_ops.cond")
 
 
 
+def dispatch_mode_active() -> bool:
+    """Whether a torch dispatch mode (a user's, or torch's fake, proxy or functional mode) is on this thread:
+    without one, an operator runs eagerly on the tensors it is given."""
+    infra_modes = torch._C._TorchDispatchModeKey.__members__.values()
+    return torch._C._len_torch_dispatch_stack() > 0 or any(
+        torch._C._get_dispatch_mode(key) is not None for key in infra_modes)
+
+
 def make_fx_tracer():
     """The fx tracer of the make_fx trace under way on this thread (export's, or a side's), if any."""
     current = proxy_tensor._CURRENT_MAKE_FX_TRACER
@@ -83,7 +91,8 @@ PINNED = {
     "HigherOrderOperator": HigherOrderOperator, "FakeTensor": FakeTensor,
     "GuardOnDataDependentSymNode": GuardOnDataDependentSymNode, "TorchShapeEnv": TorchShapeEnv,
     "RelaxedUnspecConstraint": RelaxedUnspecConstraint, "StrictMinMaxConstraint": StrictMinMaxConstraint,
-    "uninteresting_files": uninteresting_files, "UserError": UserError, "UserErrorType": UserErrorType,
+    "DimDynamic": DimDynamic, "uninteresting_files": uninteresting_files, "UserError": UserError,
+    "UserErrorType": UserErrorType,
     "CeilToInt": CeilToInt, "CleanDiv": CleanDiv, "FloatTrueDiv": FloatTrueDiv, "FloorDiv": FloorDiv,
     "FloorToInt": FloorToInt, "Identity": Identity, "IntTrueDiv": IntTrueDiv, "LShift": LShift, "Max": Max,
     "Min": Min, "Mod": Mod, "ModularIndexing": ModularIndexing, "PowByNatural": PowByNatural,
@@ -103,6 +112,7 @@ PINNED = {
     "cond_module._merge_output": cond_module._merge_output,
     "higher_order_utils._hop_compile_and_call": higher_order_utils._hop_compile_and_call,
     "reenter_make_fx": reenter_make_fx, "get_proxy_slot": get_proxy_slot,
+    "dispatch_mode_active": dispatch_mode_active,
 }
 # Private ATen operators (a leading underscore), each pinned by the name torch prints it with.
 _aten = torch.ops.aten
@@ -217,6 +227,8 @@ OP_SCHEMA_ATTRIBUTE = "_schema"
 # How ``bool(symbool)`` reaches ShapeEnv.evaluate_expr, innermost first: the frame above the last is the code
 # that asked for the truth value (branch_merge reads its ``if`` from there).
 BOOL_GUARD_PATH = ("evaluate_sym_node", "evaluate", "guard_bool", "bool_", "__bool__")
+# the SymNode method every truth value of a SymBool (Python's or a tensor's) goes through: its ``self``
+GUARD_BOOL, SYM_NODE_MODULE = "guard_bool", "torch.fx.experimental.sym_node"
 
 
 # Questions torch asks only to lay out memory (hintless).  A size of 1 leaves its stride free, so torch's

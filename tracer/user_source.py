@@ -20,7 +20,7 @@ import tokenize
 from types import CodeType
 from typing import Iterator
 
-__all__ = ["instructions", "function_node", "names_read", "names_bound", "names_live_before",
+__all__ = ["instructions", "function_node", "function_made", "names_read", "names_bound", "names_live_before",
            "names_live_after"]
 
 
@@ -31,9 +31,21 @@ def instructions(code: CodeType) -> dict:
     return {i.offset: (i.opname, i.positions) for i in dis.get_instructions(code)}
 
 
+_MADE: dict[CodeType, ast.FunctionDef] = {}      # functions the tracer compiles from the user's statements
+
+
+def function_made(code: CodeType, node: ast.FunctionDef) -> None:
+    """Say that ``code`` was compiled by the tracer from ``node`` (statements of the user's, keeping their
+    lines: a side of an ``if`` run as a cond), so that ``function_node`` reads it as its source."""
+    _MADE[code] = node
+
+
 def function_node(code: CodeType) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The function's own source, parsed, with the positions it has in its file (only the function is
     read: the file may hold more than Python, as a page of documentation does)."""
+    made = _MADE.get(code)
+    if made is not None:
+        return made
     if code.co_name.startswith("<"):        # comprehensions, lambdas, module code
         return None
     return _parsed_function(code.co_filename, code.co_firstlineno, code.co_name,

@@ -30,11 +30,13 @@ def input_sizes(sizes: dict[str, Expr], point: dict[str, int]) -> dict[str, int]
     return {name: int(evaluate_term(term, env)) for name, term in sizes.items()}
 
 
-def inputs_at(model, args: tuple, kwargs: dict | None, sizes: dict[str, int]) -> tuple[tuple, dict]:
+def inputs_at(model, args: tuple, kwargs: dict | None, sizes: dict[str, int],
+              resized=None) -> tuple[tuple, dict]:
     """``args``/``kwargs`` with every dim named in ``sizes`` resized.
 
     Non-strict export replaces inputs by fake tensors, so only shapes and
-    dtypes matter; values are zeros (``lazy_zeros``).
+    dtypes matter; values are zeros (``lazy_zeros``), or what
+    ``resized(tensor, shape)`` makes.
     """
     bound = bound_arguments(model, args, kwargs)
     leaves, treespec = pytree.tree_flatten_with_path(dict(bound.arguments))
@@ -44,7 +46,7 @@ def inputs_at(model, args: tuple, kwargs: dict | None, sizes: dict[str, int]) ->
             prefix = "L" + pytree.keystr(path)
             shape = [sizes.get(f"{prefix}.size()[{d}]", n) for d, n in enumerate(leaf.shape)]
             if list(shape) != list(leaf.shape):
-                leaf = lazy_zeros(shape, leaf.dtype, leaf.device)
+                leaf = resized(leaf, shape) if resized else lazy_zeros(shape, leaf.dtype, leaf.device)
         new_leaves.append(leaf)
     resized = pytree.tree_unflatten(new_leaves, treespec)
     return _as_called(bound.signature, resized, len(args), kwargs or {})

@@ -18,6 +18,9 @@ from sympy import Expr, Symbol
 from shapeproof import solver as F      # the solver's facade: conditions, questions, guard code
 from shapeproof.shapes import GuardReport, ShapeEnv, lift
 from shapeproof.solver import Bounds, Solver, divisors, simplify, symbol
+from shapeproof.tracer.control.branch_cond import BranchNotConverted
+from shapeproof.tracer.control.branch_merge import BranchNotMerged
+from shapeproof.tracer.control.loops import LoopNotRolled
 from shapeproof.tracer.engine_env import EngineShapeEnv, TorchDataDependentError, engine_tracing
 from shapeproof.tracer.module_state import ModuleState
 from shapeproof.tracer.sizes.size_asserts import label_size_asserts
@@ -196,7 +199,8 @@ def _engine_term(torch_env: EngineShapeEnv, expr: Expr) -> Expr | None:
 
 def trace(model, args: tuple, kwargs: dict | None, spec, settings: ExportSettings,
           after: LocalTrace | None = None,
-          carried: tuple[frozenset[str], frozenset] | None = None) -> LocalTrace:
+          carried: tuple[frozenset[str], frozenset] | None = None,
+          lowest: dict[str, int] | None = None) -> LocalTrace:
     """Export once with the engine deciding shapes; never raises for shape reasons (the caller decides).
 
     ``settings.options`` are torch.export.export's own keyword arguments, passed through.  ``after`` is an
@@ -209,7 +213,8 @@ def trace(model, args: tuple, kwargs: dict | None, spec, settings: ExportSetting
     buffer still holds it, which a program that mutates the buffer (a step counter) breaks at its next
     call, so those are never followed.  ``carried`` continues an earlier trace made in another process
     (Ray's, which shares no memory with this one): the names of the buffers it followed, and the ``if``s
-    it did not merge.
+    it did not merge.  ``lowest``: input dims whose example of 0 or 1 was moved off (``zero_one``), with
+    that size, which the trace takes into account.
     """
     if after is not None:
         after.started_from.restore()
@@ -229,9 +234,9 @@ def trace(model, args: tuple, kwargs: dict | None, spec, settings: ExportSetting
         one more ``if``, so this ends)."""
         nonlocal unmerged
         while True:
-            found = _export_once(model, args, kwargs, spec, settings,
-                                 {i: b for i, b in candidates.items() if i in followed}, solver, unmerged)
-            refused = unmerged_after(found[1], found[2])
+            buffers = {i: b for i, b in candidates.items() if i in followed}
+            found = _export_once(model, args, kwargs, spec, settings, buffers, solver, unmerged, lowest)
+            refused = unmerged_after(found[1], found[2], found[3])
             if refused <= unmerged:
                 return found
             unmerged |= refused
@@ -272,27 +277,37 @@ def trace(model, args: tuple, kwargs: dict | None, spec, settings: ExportSetting
                       engine=engine, torch_env=torch_env, report=report)
 
 
-def unmerged_after(torch_env: EngineShapeEnv, program) -> frozenset:
+def unmerged_after(torch_env: EngineShapeEnv, program, failure: BaseException | None = None) -> frozenset:
     """The ``if``s a trace must not merge, as found by the trace and its program: those whose body was not
     an identity where skipped, and those whose copies (a pad, ``contiguous``) share memory with an in-place
-    write of the program, where dropping the copy would change what the write reaches."""
-    merging, rolling = torch_env.branch_merging, torch_env.loop_rolling
-    assert merging is not None and rolling is not None, "engine traces merge branches and roll loops"
-    refused = frozenset(merging.refused) | rolling.refused_after(program)
+    write of the program, where dropping the copy would change what the write reaches.  A trace that gave no
+    program also gives up the loops it rolled and the ``if``s it ran as conds, unless it ended because
+    one site refused (that site is the one refused)."""
+    merging, rolling, conds = torch_env.branch_merging, torch_env.loop_rolling, torch_env.branch_conds
+    assert merging is not None and rolling is not None and conds is not None, \
+        "engine traces merge branches, roll loops and run branches as conds"
+    suspect = program is None and not _a_refusal(failure)
+    refused = frozenset(merging.refused) | rolling.refused_after(suspect) | conds.refused_after(suspect)
     if program is None or not merging.merged:
         return refused
     return refused | copies_written(program.graph, merging.merged)
 
 
+def _a_refusal(failure: BaseException | None) -> bool:
+    """Whether a trace ended because a branch or loop being merged, rolled or run as a cond refused."""
+    return _in_chain(failure, (BranchNotMerged, BranchNotConverted, LoopNotRolled)) is not None
+
+
 def _export_once(model, args, kwargs, spec, settings: ExportSettings,
                  buffers: dict[int, torch.Tensor], solver: Solver,
-                 unmerged: frozenset = frozenset()) -> tuple:
+                 unmerged: frozenset = frozenset(), lowest: dict[str, int] | None = None) -> tuple:
     """``(engine, torch_env, program or None, failure or None)`` of one ``torch.export.export`` call that
     follows sizes through ``buffers``, its engine asking ``solver``, merging every ``if`` it can but
     ``unmerged``."""
     engine = ShapeEnv(strategy=settings.strategy, timeout=settings.timeout, solver=solver)
     prefer_deferred = settings.prefer_deferred_runtime_asserts_over_guards
-    context, torch_env = engine_tracing(engine, dim_specs(spec), buffers, prefer_deferred, unmerged)
+    context, torch_env = engine_tracing(engine, dim_specs(spec), buffers, prefer_deferred, unmerged,
+                                        settings.cond_branches, lowest)
     program, failure = None, None
     with context:
         try:
@@ -320,9 +335,14 @@ def buffer_ids(model, names: frozenset[str]) -> frozenset[int]:
 
 def data_dependent_cause(exc: BaseException | None) -> TorchDataDependentError | None:
     """The data-dependent error (a size torch could not know while tracing) in ``exc``'s chain, if any."""
+    return _in_chain(exc, (TorchDataDependentError,))
+
+
+def _in_chain(exc: BaseException | None, types: tuple[type, ...]):
+    """The first exception of one of ``types`` in ``exc``'s chain of causes and contexts, if any."""
     seen = set()
     while exc is not None and id(exc) not in seen:
-        if isinstance(exc, TorchDataDependentError):
+        if isinstance(exc, types):
             return exc
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__

@@ -7,7 +7,7 @@ on the frame's values (``branch_tests``), the merge that takes its body for ever
 short-circuit ``and``/``or`` whose value nothing reads (``short_circuits``), views followed as index maps
 (``view_maps``), and loops: their sites (``loop_sites``), the scan (``loops``), the locals it rebinds
 (``frame_locals``) and loop operators' bodies (``loop_bodies``); each side of a ``torch.cond`` traced
-under its condition (``cond``).
+under its condition (``cond``), and an ``if`` whose sides differ run as one (``branch_cond``).
 
 May import: ``tracer.sizes``, the tracer's foundations (``torch_internals``, ``sympy_bridge``,
 ``patching``, ``user_source``) and the layers below through their facades; never the tracer's top

@@ -43,7 +43,7 @@ from ..user_source import (
     function_node, instructions, names_bound, names_live_after, names_live_before, names_read,
 )
 
-__all__ = ["BranchSite", "Refusal", "branch_site"]
+__all__ = ["BranchSite", "Refusal", "branch_site", "jump_position", "blocks", "within"]
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ _EXPRESSIONS = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice,
 
 def branch_site(frame: FrameType) -> BranchSite | Refusal | None:
     """The ``if`` whose condition ``frame`` is testing right now; None when it is not testing one."""
-    position = _jump_position(frame.f_code, frame.f_lasti)
+    position = jump_position(frame.f_code, frame.f_lasti)
     if position is None:
         return None
     function = function_node(frame.f_code)
@@ -119,7 +119,7 @@ def branch_site(frame: FrameType) -> BranchSite | Refusal | None:
     return _site_in(function, frame.f_code.co_filename, line, col, frame.f_code)
 
 
-def _jump_position(code: CodeType, offset: int) -> tuple[int, int] | None:
+def jump_position(code: CodeType, offset: int) -> tuple[int, int] | None:
     """Where in the source the instruction at ``offset`` is, if it is a conditional jump (or its truth
     test)."""
     found = instructions(code).get(offset)
@@ -133,7 +133,7 @@ def _jump_position(code: CodeType, offset: int) -> tuple[int, int] | None:
     return positions.lineno, positions.col_offset
 
 
-def _blocks(statements: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
+def blocks(statements: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
     """Every statement list of a function body, nested ones included (not those of nested functions)."""
     yield statements
     for stmt in statements:
@@ -142,14 +142,14 @@ def _blocks(statements: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
         for name in ("body", "orelse", "finalbody"):
             inner = getattr(stmt, name, None)
             if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
-                yield from _blocks(inner)
+                yield from blocks(inner)
         for handler in getattr(stmt, "handlers", ()):
-            yield from _blocks(handler.body)
+            yield from blocks(handler.body)
         for case in getattr(stmt, "cases", ()):
-            yield from _blocks(case.body)
+            yield from blocks(case.body)
 
 
-def _within(node: ast.stmt | ast.expr, line: int, col: int, until: ast.expr | None = None) -> bool:
+def within(node: ast.stmt | ast.expr, line: int, col: int, until: ast.expr | None = None) -> bool:
     """Whether (line, col) lies in ``node``'s span (ending where ``until`` ends, if given)."""
     end = until or node
     start = (node.lineno, node.col_offset)
@@ -158,13 +158,13 @@ def _within(node: ast.stmt | ast.expr, line: int, col: int, until: ast.expr | No
 
 
 def _site_in(function, filename: str, line: int, col: int, code: CodeType) -> BranchSite | Refusal | None:
-    for block in _blocks(function.body):
+    for block in blocks(function.body):
         for index, stmt in enumerate(block):
-            if isinstance(stmt, ast.If) and _within(stmt, line, col, until=stmt.test):
+            if isinstance(stmt, ast.If) and within(stmt, line, col, until=stmt.test):
                 if block is function.body and _is_early_return(stmt):
                     return _early_return(filename, stmt, block[index + 1:])
                 return _checked(function, filename, stmt, stmt.test, None, code)
-            if isinstance(stmt, ast.Assign) and _within(stmt.value, line, col):
+            if isinstance(stmt, ast.Assign) and within(stmt.value, line, col):
                 following = block[index + 1] if index + 1 < len(block) else None
                 flag = _flag_of(stmt, following)
                 if flag is None:

@@ -81,6 +81,8 @@ def test_tree(node: ast.expr, frame: FrameType, effects: Effects):
     value = value_of(node, frame, effects)
     if isinstance(value, (bool, torch.SymBool)):
         return Leaf(value)
+    if isinstance(value, torch.SymInt):          # ``if x.shape[1] % 2:`` is Python's ``!= 0``
+        return Leaf(value != 0, "!=", value, 0)
     raise Unreadable(f"a test on a {type(value).__name__}")
 
 

@@ -39,8 +39,8 @@ import torch
 
 from ..patching import SharedPatch, on_engine_thread
 from ..torch_internals import (
-    Max, Min, cond_module, cond_op, contiguous_strides, get_proxy_slot, higher_order_utils,
-    make_fx_tracer, pytree, reenter_make_fx, run_with_interpreter,
+    FakeTensor, Max, Min, cond_module, cond_op, contiguous_strides, dispatch_mode_active, get_proxy_slot,
+    higher_order_utils, make_fx_tracer, pytree, reenter_make_fx, run_with_interpreter,
 )
 
 __all__ = ["conds_under_their_conditions", "indicator"]
@@ -84,7 +84,8 @@ def _kernel(original: Callable) -> Callable:
     def kernel(*args, **kwargs):
         args, sides = _sides_wrapped(args)
         if sides is None:
-            return original(*args, **kwargs)
+            taken = None if kwargs else _taken_side_run_eagerly(args)
+            return original(*args, **kwargs) if taken is None else taken()
         previous = getattr(_merging, "condition", None)
         _merging.condition = sides[0].condition
         try:
@@ -94,6 +95,48 @@ def _kernel(original: Callable) -> Callable:
         finally:
             _merging.condition = previous
     return kernel
+
+
+def _taken_side_run_eagerly(args: tuple) -> Callable[[], Any] | None:
+    """The call of the taken side of a cond an engine traced, where the cond runs eagerly: real tensors, no
+    dispatch mode (a program's module called with weights that require grad).  torch's autograd kernel
+    first traces both sides at the inputs' sizes, which a side valid only under its condition fails; cond
+    in eager is the taken side's call, whose operations autograd records as it goes."""
+    if len(args) != 4 or not (callable(args[1]) and callable(args[2])) or dispatch_mode_active():
+        return None
+    pred, true_fn, false_fn, operands = args
+    if isinstance(pred, torch.Tensor):
+        if type(pred) is not torch.Tensor or pred.numel() != 1:
+            return None
+    elif not isinstance(pred, (bool, int)):
+        return None
+    tensors = [t for t in pytree.tree_leaves(operands) if isinstance(t, torch.Tensor)]
+    if any(type(t) not in (torch.Tensor, torch.nn.Parameter) for t in tensors):
+        return None
+    if not (_traced_by_engine(true_fn) and _traced_by_engine(false_fn)):
+        return None
+    side = true_fn if bool(pred) else false_fn
+    return lambda: side(*operands)
+
+
+_engine_traced: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _traced_by_engine(fn) -> bool:
+    """Whether ``fn`` is a side's graph an engine traced: its values' sizes are the engine's symbols."""
+    if not isinstance(fn, torch.fx.GraphModule):
+        return False
+    if fn not in _engine_traced:
+        _engine_traced[fn] = any(hasattr(size.node.shape_env, "assuming")      # an engine's ShapeEnv
+                                 for node in fn.graph.nodes for size in _sizes_of(node.meta.get("val")))
+    return _engine_traced[fn]
+
+
+def _sizes_of(value) -> list[torch.SymInt]:
+    """The symbolic sizes in a node's value (a tensor's shape, a size, or containers of them)."""
+    leaves = pytree.tree_leaves(value)
+    sizes = [s for t in leaves if isinstance(t, torch.Tensor) for s in t.shape] + leaves
+    return [s for s in sizes if isinstance(s, torch.SymInt)]
 
 
 # -- one output from the two sides' -------------------------------------------------------------------
@@ -181,10 +224,13 @@ def _cond_with_free_tensors_lifted(pred: torch.SymBool, true_fn: Callable, false
     closed = _closed_over(true_fn, false_fn)
     count = len(flat)
 
+    env = _engine_env_of(pred)
+
     def side(fn: Callable, taken: bool) -> torch.fx.GraphModule:
         def on_flat(*xs):
-            return fn(*pytree.tree_unflatten(list(xs[:count]), spec))
-        return reenter_make_fx(_Side(on_flat, _engine_env_of(pred), condition, taken))(*flat, *closed)
+            out = fn(*pytree.tree_unflatten(list(xs[:count]), spec))
+            return pytree.tree_map_only(torch.Tensor, lambda t: _dense(env, condition, taken, t), out)
+        return reenter_make_fx(_Side(on_flat, env, condition, taken))(*flat, *closed)
 
     outer = make_fx_tracer()
     before = set(outer.graph.nodes)
@@ -201,11 +247,29 @@ def _cond_with_free_tensors_lifted(pred: torch.SymBool, true_fn: Callable, false
     for graph in graphs:
         for node in graph.graph.nodes:
             value = getattr(graph, node.target, None) if node.op == "get_attr" else None
-            if isinstance(value, torch.Tensor) and get_proxy_slot(value, outer, None) is not None:
+            if isinstance(value, torch.Tensor) and _of_the_enclosing_trace(value, outer):
                 free.setdefault(id(value), value)
     lifted = list(free.values())
     graphs = [_taking(graph, count + len(closed), lifted) for graph in graphs]
     return cond_op(pred, graphs[0], graphs[1], (*flat, *closed, *lifted))
+
+
+def _of_the_enclosing_trace(tensor: torch.Tensor, outer) -> bool:
+    """Whether a tensor a side's graph holds as a constant is one the enclosing trace has: one it traced,
+    or a fake one it has not read yet (a module's weight read first by a cond nested in a side: lifted
+    there too, so that it reaches the program's inputs through every level)."""
+    if get_proxy_slot(tensor, outer, None) is not None:
+        return True
+    return isinstance(tensor, FakeTensor) and tensor.constant is None
+
+
+def _dense(env, condition: sympy.Basic, taken: bool, t: torch.Tensor) -> torch.Tensor:
+    """``t``, or a contiguous copy where it is not laid out contiguously on its side: the sides' outputs
+    merge into one laid out contiguously (torch's merge refuses outputs laid out in different orders)."""
+    if all(env.equal_on_side(condition, taken, stride, expected)
+           for stride, expected in zip(t.stride(), contiguous_strides(t.shape))):
+        return t
+    return t.clone(memory_format=torch.contiguous_format)
 
 
 def _closed_over(*functions: Callable) -> list:
@@ -244,12 +308,15 @@ def _taking(graph: torch.fx.GraphModule, count: int, lifted: list[torch.Tensor])
         with graph.graph.inserting_after(at) if at is not None else graph.graph.inserting_before():
             at = inputs[id(tensor)] = graph.graph.placeholder(f"lifted_{i}")
             at.meta["val"] = tensor
+    taken = set()        # a constant read twice has two get_attr nodes: its attribute goes after both
     for node in list(graph.graph.nodes):
         value = getattr(graph, node.target, None) if node.op == "get_attr" else None
         if isinstance(value, torch.Tensor) and id(value) in inputs:
             node.replace_all_uses_with(inputs[id(value)])
             graph.graph.erase_node(node)
-            delattr(graph, node.target)
+            taken.add(node.target)
+    for target in taken:
+        delattr(graph, target)
     graph.recompile()
     return graph
 

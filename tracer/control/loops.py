@@ -225,11 +225,11 @@ class LoopRolling:
         self.failed.setdefault(key, reason)
         raise LoopNotRolled(key, reason)
 
-    def refused_after(self, program) -> frozenset:
-        """The loops the next attempt must leave to Python: those refused mid-trace and, when the trace gave
-        no program, every loop it rolled (the rolling may be what broke it)."""
+    def refused_after(self, suspect: bool) -> frozenset:
+        """The loops the next attempt must leave to Python: those refused mid-trace and, when ``suspect``
+        (the trace failed, and not because a site refused), every loop it rolled (it may be what broke it)."""
         failed = dict(self.failed)
-        if program is None:
+        if suspect:
             for loop in self.rolled:
                 failed.setdefault(loop.key, "the trace failed after the loop was rolled")
         return frozenset(("loop", *key, reason) for key, reason in failed.items())
