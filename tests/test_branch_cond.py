@@ -5,6 +5,8 @@ input, so the ``if`` becomes a cond whose sides are traced under their condition
 with eager at sizes (and data) that take each side, at the ends of the ranges, with the weights requiring
 grad as a module's do.
 """
+import logging
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -13,6 +15,8 @@ from torch.export import Dim
 import shapeproof
 from shapeproof.export import ExportError
 from test_cond import _matches_eager      # eager's answer wherever eager runs, with grad
+
+_LOG = logging.getLogger(__name__)
 
 
 class PadOrNot(torch.nn.Module):
@@ -118,6 +122,17 @@ class JoinedTests(torch.nn.Module):
         return z
 
 
+class LogsWhenPadding(torch.nn.Module):
+    """A side that logs what it does (transformers' block-sparse encoders warn when they pad)."""
+
+    def forward(self, x):                                      # x: (B, T, 4)
+        padding = (4 - x.shape[1] % 4) % 4
+        if padding > 0:
+            _LOG.warning("padded from %s by %s", x.shape[1], padding)
+            x = torch.cat([x, x.new_zeros(x.shape[0], padding, x.shape[2])], dim=1) * 2
+        return x.reshape(x.shape[0], -1, 16)
+
+
 class NotMarked(torch.nn.Module):
     def forward(self, x, mask):
         if not mask.any():
@@ -154,6 +169,8 @@ CASES = {
     "joined_tests": (JoinedTests, (torch.randn(2, 10, 8),),
                      ({1: Dim("H", min=2, max=32), 2: Dim("W", min=2, max=32)},),
                      [(torch.randn(2, h, w),) for h in (2, 7, 8, 13, 32) for w in (2, 8, 9, 32)], True),
+    "logs_when_padding": (LogsWhenPadding, (torch.randn(2, 10, 4),), ({1: Dim("T", min=1, max=64)},),
+                          [(torch.randn(2, t, 4),) for t in (1, 4, 7, 8, 63, 64)], True),
     "not_marked": (NotMarked, (torch.randn(2, 10), torch.zeros(3, dtype=torch.bool)),
                    ({1: Dim("T", min=1, max=64)}, None),
                    [(torch.randn(2, t), torch.tensor([False, v, False]))

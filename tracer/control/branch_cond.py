@@ -30,10 +30,12 @@ from __future__ import annotations
 import ast
 import copy
 import functools
+import logging
 import math
 import operator
 import sys
 import types
+import warnings
 from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import NoReturn
@@ -189,7 +191,7 @@ class BranchConds:
         rest = function.body[function.body.index(stmt) + 1:]
         for node in (*stmt.body, *stmt.orelse, *rest):
             if not isinstance(node, ast.Return):
-                _check_statement(node)
+                _check_statement(node, frame)
         self.rewritten_now.append(found)
         raise BranchNotConverted(key, "the if returns early: the next trace runs it as an if/else")
 
@@ -309,7 +311,7 @@ def _sides(stmt: ast.If, function: ast.AST, frame: FrameType):
     returning the ``outputs`` (names bound in either side and read after the ``if``)."""
     for side in (stmt.body, stmt.orelse):
         for node in side:
-            _check_statement(node)
+            _check_statement(node, frame)
     binds = [{n for node in side for n in _bound_names(node)} for side in (stmt.body, stmt.orelse)]
     outputs = tuple(sorted((binds[0] | binds[1]) & names_live_after(function, stmt)))
     if not outputs:
@@ -385,21 +387,33 @@ class _ExplicitSuper(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
-def _check_statement(node: ast.stmt) -> None:
+def _check_statement(node: ast.stmt, frame: FrameType) -> None:
     if not isinstance(node, _STATEMENTS):
         raise _NotConvertible(f"line {node.lineno}: a `{type(node).__name__}` statement in a side")
-    if isinstance(node, ast.Expr) and not isinstance(node.value, ast.Constant):
-        # a call for its effect (a print, a log, a list's append) would run as each side is traced
+    if isinstance(node, ast.Expr) and not isinstance(node.value, ast.Constant) and not _a_log(node, frame):
+        # a call for its effect (a print, a list's append) would run as each side is traced
         raise _NotConvertible(f"line {node.lineno}: a call made for its effect in a side")
     if isinstance(node, ast.If):
         for inner in (*node.body, *node.orelse):
-            _check_statement(inner)
+            _check_statement(inner, frame)
         return
     targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
     for target in targets:
         if target is not None and not all(isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Store))
                                           for n in ast.walk(target)):
             raise _NotConvertible(f"line {node.lineno}: a store into an object in a side")
+
+
+def _a_log(node: ast.Expr, frame: FrameType) -> bool:
+    """Whether the statement is a call of a logger's method or ``warnings.warn``: it runs at trace time, as
+    torch.export runs it (here once per side traced), and is no effect of the program."""
+    if not isinstance(node.value, ast.Call):
+        return False
+    try:
+        called = value_of(node.value.func, frame, EFFECTS)
+    except Unreadable:
+        return False
+    return called is warnings.warn or isinstance(getattr(called, "__self__", None), logging.Logger)
 
 
 def _bound_names(node: ast.stmt) -> set[str]:
