@@ -361,3 +361,20 @@ def test_sides_that_bind_only_sizes_are_one_size_in_one_trace(build, stages):
     if build is SamePadding:       # the amounts are sizes: no cond at all
         assert not any(n.target is torch.ops.higher_order.cond for n in result.program.graph.nodes)
     assert _matches_eager(model, result.program, inputs) == []
+
+
+def test_a_later_export_runs_an_earlier_exports_rewrite_from_its_first_trace(monkeypatch):
+    """The rewrite of a function that returns early is pure: a second export of the model in the process
+    runs it from its first trace, without a trace that finds the ``if`` again and ends."""
+    from shapeproof.tracer.control import branch_cond
+
+    build, args, spec, inputs = EARLY["position_table"]
+    model, own = build().eval(), PositionTable.resized.__code__
+    shapeproof.export(model, args, dynamic_shapes=spec)
+    asked = []
+    original = branch_cond.rewrite
+    monkeypatch.setattr(branch_cond, "rewrite", lambda *a: asked.append(a) or original(*a))
+    program = shapeproof.export(model, args, dynamic_shapes=spec)
+    assert asked == [] and _conds_used(program)
+    assert _matches_eager(model, program, inputs) == []
+    assert PositionTable.resized.__code__ is own         # its own code back after each export

@@ -47,7 +47,7 @@ from ..user_source import function_made, function_node, names_bound, names_live_
 from .branch_merge import no_new_frames
 from .branch_sites import blocks, jump_position, within
 from .branch_tests import All, Leaf, Not, Unreadable, indicator, leaves, steer, test_tree, value_of
-from .early_returns import EarlyReturn, NotRewritten, returns_early, rewrite, rewritten
+from .early_returns import EarlyReturn, NotRewritten, earlier_rewrites, returns_early, rewrite, rewritten
 from .effects import EFFECTS
 from .frame_locals import set_locals
 
@@ -86,7 +86,9 @@ class BranchConds:
         self.env, self.enabled = env, enabled
         self.refused = {(k[1], k[2]) for k in unmerged if isinstance(k, tuple) and k and k[0] == "cond"}
         found = (rewritten(k[3]) for k in unmerged if isinstance(k, tuple) and k and k[0] == "early return")
-        self.rewrites = [r for r in found if r is not None]      # functions this trace runs rewritten
+        asked = [r for r in found if r is not None]
+        # functions this trace runs rewritten: those an earlier trace asked for, and earlier exports' own
+        self.rewrites = asked + [r for r in earlier_rewrites() if r not in asked] if enabled else asked
         self.rewritten_now: list[EarlyReturn] = []              # early returns found by this trace
         self.converted: list[ConvertedBranch] = []
         self.refusals: dict[tuple[str, int], str] = {}

@@ -31,7 +31,8 @@ from typing import TypeGuard
 
 from ..user_source import function_made
 
-__all__ = ["EarlyReturn", "NotRewritten", "rewrite", "rewritten", "swapped", "returns_early"]
+__all__ = ["EarlyReturn", "NotRewritten", "rewrite", "rewritten", "earlier_rewrites", "swapped",
+           "returns_early"]
 
 RETURNED = "shapeproof_returned"       # the local the rewritten sides bind to the value they return
 _GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200     # generator, coroutine, iterable coroutine, async gen.
@@ -100,6 +101,14 @@ def rewrite(frame: FrameType, function: ast.FunctionDef | ast.AsyncFunctionDef, 
     while len(_MADE) > _KEPT:
         _MADE.popitem(last=False)
     return found
+
+
+def earlier_rewrites() -> list[EarlyReturn]:
+    """The rewrites earlier exports of this process made whose functions still run the original code: a
+    later export runs them from its first trace (the rewrite is pure), instead of finding each ``if``
+    again in a trace that then ends."""
+    return [r for r in _MADE.values()
+            if any(f is not None and f.__code__ is r.original for f in (ref() for ref in r.functions))]
 
 
 def rewritten(token: str) -> EarlyReturn | None:
