@@ -200,9 +200,8 @@ class EngineShapeEnv(TorchShapeEnv):
         lowest = self.lowest.get(source.name)
         if lowest is not None and isinstance(expr, sympy.Symbol):
             # an example of 0/1 moved off (``zero_one``): the program must serve it, so the trace may not
-            # take the size for at least 2 there (torch's 0/1 convention)
             # take the size for at least 2 there (torch's 0/1 convention); torch's own library questions on
-            # it stay size-oblivious, as under its ``backed_size_oblivious`` (``_size_oblivious_answer``)
+            # it stay size-oblivious, as under its ``backed_size_oblivious`` (in ``evaluate_expr``)
             known = self.var_to_range[expr]
             self.var_to_range[expr] = ValueRanges(min(known.lower, lowest), known.upper)
             self.size_like.add(expr)
@@ -407,7 +406,7 @@ class EngineShapeEnv(TorchShapeEnv):
                 frame, orig_expr, data=torch.SymBool(node))
             if answer is not None:
                 return answer
-        if fallback_value is not None and self._lowered & orig_expr.free_symbols \
+        if self._lowered and fallback_value is not None and self._lowered & orig_expr.free_symbols \
                 and self._maybe_evaluate_static(orig_expr) is None:
             # a library's guard_or_false/true on a dim whose 0/1 example was moved off: its fallback, no
             # guard, as torch answers it under ``backed_size_oblivious`` (the program is checked at 0/1)

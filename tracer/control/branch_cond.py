@@ -10,9 +10,10 @@ returns the names it binds that are read after the ``if``:
 * the test must be comparisons of sizes joined by ``and``, ``or`` and ``not``,
   whose SymBool is the cond's predicate, or a boolean of data (``if mask.any():``, ``if
   durations.sum() == 0:``), which the program computes at run time;
-* each side must be straight-line code binding local names (assignments and
-  nested ``if``s): a ``return``, a loop, a ``raise``, a store into an object,
-  a call made for its effect (a print, an append) or a ``global`` keeps
+* each side must be straight-line code binding local names (assignments,
+  nested ``if``s, a log call): a ``return`` (but an early one, rewritten by
+  ``early_returns``), a loop, a ``raise``, a store into an object, another
+  call made for its effect (a print, an append) or a ``global`` keeps
   today's behaviour, with the reason;
 * a name read after the ``if`` must be bound by both sides, or before the
   ``if`` (the side that does not bind it passes it through).
@@ -152,7 +153,7 @@ class BranchConds:
             on_true = [self._constant_on_side(condition, True, v) for v in true_side()]
         with self.env.assuming(condition, False):
             on_false = [self._constant_on_side(condition, False, v) for v in false_side()]
-        merged = []
+        merged, holds = [], None
         for a, b in zip(on_true, on_false):
             if not all(isinstance(v, (int, torch.SymInt)) and not isinstance(v, bool) for v in (a, b)):
                 raise _NotConvertible("a side of size arithmetic binds something other than a size")
@@ -161,7 +162,7 @@ class BranchConds:
             elif self.env.equal_on_side(condition, True, a, b):
                 merged.append(b)
             else:
-                holds = _indicator(self.env, tree)
+                holds = _indicator(self.env, tree) if holds is None else holds      # once per if
                 if holds is None:
                     raise _NotConvertible("the test has no 0/1 indicator in sizes")
                 merged.append(b + holds * (a - b))
