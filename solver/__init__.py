@@ -24,6 +24,7 @@ one), ``strategies/`` (the decision procedures) and the top (``Solver``, ``api``
 from .language import floats
 from .api import DEFAULT_SOLVER, STRATEGIES, bounds, prove, simplify
 from .problems.bounds import Bounds
+from .problems.closed_form import affine_floor, nested_divisions
 from .problems.classify import Learned, LearnedKind, classify_fact, divisibility_candidates
 from .strategies.enumerate import EnumerateStrategy, holding_grid, holds_along
 from .language.evaluate import Undefined, evaluate_term, holds, truth
@@ -53,7 +54,8 @@ __all__ = [
     "prove", "simplify", "bounds", "evaluate", "classify_fact", "divisibility_candidates", "Solver",
     "DEFAULT_SOLVER", "STRATEGIES",
     "DEFAULT_TIMEOUT", "Verdict", "Status", "Vocabulary", "Learned", "LearnedKind", "holds", "truth",
-    "evaluate_term", "Undefined", "holds_along", "holding_grid", "tighten", "Bounds",
+    "evaluate_term", "Undefined", "holds_along", "holding_grid", "tighten", "Bounds", "affine_floor",
+    "nested_divisions",
     # the language
     "parse", "parse_condition", "parse_term", "ParseError", "Limits",
     "Formula", "Rel", "And", "Or", "Const", "TRUE", "FALSE", "rel", "eq", "ne", "lt", "le", "gt", "ge",

@@ -133,6 +133,32 @@ class LogsWhenPadding(torch.nn.Module):
         return x.reshape(x.shape[0], -1, 16)
 
 
+class BlockPadded(torch.nn.Module):
+    """Pads to a block multiple in a helper that logs, embeds pad ids and pads the mask, then unpads with a
+    slice ending at ``-padding_len`` (empty, not whole, at ``padding_len == 0``): issue 52's form 2."""
+
+    def __init__(self, block=4):
+        super().__init__()
+        self.block, self.embed, self.proj = block, torch.nn.Embedding(10, 6), torch.nn.Linear(6, 6)
+
+    def _pad(self, hidden, mask):
+        padding_len = (self.block - hidden.shape[1] % self.block) % self.block
+        if padding_len > 0:
+            _LOG.warning("padded from %s by %s", hidden.shape[1], padding_len)
+            pad_ids = torch.zeros(hidden.shape[0], padding_len, dtype=torch.long)
+            hidden = torch.cat([hidden, self.embed(pad_ids)], dim=-2)
+            mask = F.pad(mask, (0, padding_len), value=0)
+        return padding_len, hidden, mask
+
+    def forward(self, hidden, mask):                           # hidden: (B, T, 6), mask: (B, T)
+        padding_len, hidden, mask = self._pad(hidden, mask)
+        b, t, d = hidden.shape
+        out = self.proj(hidden.view(b, t // self.block, self.block, d)).view(b, t, d) * mask[..., None]
+        if padding_len > 0:
+            out = out[:, :-padding_len]
+        return out
+
+
 class NotMarked(torch.nn.Module):
     def forward(self, x, mask):
         if not mask.any():
@@ -171,6 +197,9 @@ CASES = {
                      [(torch.randn(2, h, w),) for h in (2, 7, 8, 13, 32) for w in (2, 8, 9, 32)], True),
     "logs_when_padding": (LogsWhenPadding, (torch.randn(2, 10, 4),), ({1: Dim("T", min=1, max=64)},),
                           [(torch.randn(2, t, 4),) for t in (1, 4, 7, 8, 63, 64)], True),
+    "block_padded": (BlockPadded, (torch.randn(2, 10, 6), torch.ones(2, 10)),
+                     ({1: Dim("T", min=2, max=64)}, {1: Dim("T", min=2, max=64)}),
+                     [(torch.randn(2, t, 6), torch.ones(2, t)) for t in (2, 4, 7, 8, 10, 63, 64)], True),
     "not_marked": (NotMarked, (torch.randn(2, 10), torch.zeros(3, dtype=torch.bool)),
                    ({1: Dim("T", min=1, max=64)}, None),
                    [(torch.randn(2, t), torch.tensor([False, v, False]))
@@ -343,8 +372,10 @@ class EvenLength(torch.nn.Module):
         return x.reshape(x.shape[0], -1, 8)
 
 
-@pytest.mark.parametrize("build, stages", [(SamePadding, 1), (SamePadding, 4), (EvenLength, 1)],
-                         ids=["same-padding", "same-padding-4-stages", "even-length"])
+@pytest.mark.parametrize("build, stages",
+                         [(SamePadding, 1), (SamePadding, 4), (SamePadding, 10), (EvenLength, 1)],
+                         ids=["same-padding", "same-padding-4-stages", "same-padding-10-stages",
+                              "even-length"])
 def test_sides_that_bind_only_sizes_are_one_size_in_one_trace(build, stages):
     torch.manual_seed(0)
     model = torch.nn.Sequential(*[build() for _ in range(stages)]) if build is not EvenLength else build()
@@ -360,6 +391,9 @@ def test_sides_that_bind_only_sizes_are_one_size_in_one_trace(build, stages):
     assert result.regions is None, "one trace, no region search"
     if build is SamePadding:       # the amounts are sizes: no cond at all
         assert not any(n.target is torch.ops.higher_order.cond for n in result.program.graph.nodes)
+        # each stage's size is one division of the input's (tracer/sizes/closed_forms), not 2**k copies
+        (out,) = [n for n in result.program.graph.nodes if n.op == "output"][0].args[0]
+        assert all(str(size).count("//") == 1 for size in out.meta["val"].shape[2:])
     assert _matches_eager(model, result.program, inputs) == []
 
 

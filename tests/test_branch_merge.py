@@ -21,7 +21,7 @@ from shapeproof.export.errors import ExportError
 from shapeproof.export.settings import ExportSettings
 from shapeproof.export.search.traces import trace
 from shapeproof.solver import Mod
-from shapeproof.tracer.control.branch_merge import _EXACT_RESIZE
+from shapeproof.tracer.control.body_rules import _EXACT_RESIZE
 
 torch.manual_seed(0)
 

@@ -1,5 +1,8 @@
-"""The fake mode of an engine trace: torch's ``FakeTensorMode`` with three additions.
+"""The fake mode of an engine trace: torch's ``FakeTensorMode`` with four additions.
 
+* an output's size of one input dim nested divisions deep is given the one
+  division it equals (``closed_forms``), so a chain of strided layers does
+  not double its sizes' expressions at every layer;
 * sizes are followed through small tensors (``size_tracking.SizeTracker``):
   it sees every op's outputs, and the model's small buffers as export
   fakifies them;
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import torch
 
+from .sizes.closed_forms import ClosedForms
 from .sizes.size_tracking import SizeTracker
 from .sympy_bridge import divides
 from .torch_internals import FakeTensorMode, HigherOrderOperator, OpOverload, SymNode
@@ -47,6 +51,7 @@ class EngineFakeTensorMode(FakeTensorMode):
     def __init__(self, *, constants: dict[int, torch.Tensor] | None = None, **kwargs):
         super().__init__(**kwargs)
         self.size_tracker = SizeTracker(self.shape_env, constants)
+        self.closed_forms = ClosedForms(self.shape_env)
         self._division_memo: dict = {}     # sympy expression -> whether it has a division node
         self._views_seen: dict = {}        # (view op, its inputs' metadata) -> times dispatched
 
@@ -68,6 +73,7 @@ class EngineFakeTensorMode(FakeTensorMode):
             raise NotImplementedError(f"There was no rule registered for HigherOrderOperator "
                                       f"{func.name()} and mode {self}.")
         out = super().__torch_dispatch__(func, types, args, kwargs)
+        self.closed_forms.simplify(out)
         self.size_tracker.after(func, args, kwargs, out)
         return out
 

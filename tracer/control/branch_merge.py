@@ -8,7 +8,7 @@ such an ``if`` (the guard comes from a conditional jump of the user's code,
 ``branch_sites``), the trace answers so that the body runs, records no
 guard, and watches the body run:
 
-* every tensor call of the body goes through ``_BodyMode`` (a
+* every tensor call of the body goes through ``body_rules.BodyMode`` (a
   ``TorchFunctionMode`` pushed for the body only): a pad, slice, resize,
   copy, view or ``cat`` is accepted as an identity *where the condition is
   false* when the engine proves it one there (pads of 0, slices of whole
@@ -44,14 +44,12 @@ no in-place op of the program writes to memory copies may share.
 from __future__ import annotations
 
 import ast
-import inspect
 import sys
 from dataclasses import dataclass, field
 from types import FrameType
 
 import sympy
 import torch
-import torch.nn.functional as F_nn
 from torch.overrides import TorchFunctionMode
 
 from shapeproof import solver as S
@@ -63,6 +61,7 @@ from .effects import EFFECTS
 from ..torch_internals import contiguous_strides
 from ..sympy_bridge import UnsupportedExpression
 from . import view_maps as VM
+from .body_rules import BodyMode, Refused, follow, inexact_resize
 
 __all__ = ["BranchMerging", "BranchNotMerged", "MergedSite", "no_new_frames"]
 
@@ -84,20 +83,6 @@ class MergedSite:
     body_lines: tuple[int, int]
     condition: S.Formula
     rewrites: tuple[tuple[sympy.Expr, sympy.Expr], ...]   # (size argument, its replacement), engine terms
-
-
-# torch functions a body may call, besides the identity rules below: questions about a tensor, and calls
-# whose results are new values (or views) with no effect
-_QUERIES = {*(getattr(torch.Tensor, name) for name in ("size", "dim", "numel", "stride", "__len__",
-                                                         "element_size", "nelement")),
-            *(inspect.getattr_static(torch.Tensor, name).__get__
-              for name in ("shape", "ndim", "dtype", "device", "T", "mT"))}
-_FRESH = {*(getattr(torch, name) for name in ("zeros", "ones", "full", "empty", "zeros_like", "ones_like",
-                                               "full_like", "empty_like")),
-          *(getattr(torch.Tensor, name) for name in (
-              "new_zeros", "new_ones", "new_full", "new_empty", "permute", "transpose", "flatten",
-              "unsqueeze", "squeeze", "narrow", "expand", "expand_as", "to", "type_as", "float", "__add__",
-              "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__neg__"))}
 
 
 # ---------------------------------------------------------------------------- one body
@@ -133,15 +118,15 @@ class _Body:
     # -- proofs ---------------------------------------------------------------
     def term(self, value):
         if isinstance(value, bool):
-            raise _Refused("a boolean where a size was expected")
+            raise Refused("a boolean where a size was expected")
         if isinstance(value, int):
             return sympy.Integer(value)
         if isinstance(value, torch.SymInt):
             try:
                 return self.merging.env.conversions().term(value.node.expr)
             except UnsupportedExpression as exc:
-                raise _Refused(f"a size the engine cannot read ({exc})") from None
-        raise _Refused(f"a {type(value).__name__} where a size was expected")
+                raise Refused(f"a size the engine cannot read ({exc})") from None
+        raise Refused(f"a {type(value).__name__} where a size was expected")
 
     def proven(self, goal: S.Formula, side: S.Formula) -> bool:
         return self.merging.env.engine.proven(goal, assuming=(side,), where=capture(start=self.frame))
@@ -161,7 +146,7 @@ class _Body:
                     and self.proven(S.eq(replaced, self.term(zero)), self.skipped)):
                 self.rewrites.append((term, replaced))
                 return candidate
-        raise _Refused(f"no value of {S.term_str(term)} is {zero} where the body is skipped")
+        raise Refused(f"no value of {S.term_str(term)} is {zero} where the body is skipped")
 
     def _candidates(self, value, term, zero):
         """``value % m`` for the constant divisors of the value and the condition, then the value times the
@@ -269,7 +254,7 @@ class _Body:
             return self.maps[id(t)][1]
         try:
             return VM.identity(t, self)         # a tensor from before the body
-        except _Refused:
+        except Refused:
             return None
 
     def follow(self, func, args, kwargs, result) -> None:
@@ -278,14 +263,10 @@ class _Body:
                 or any(result is a for a in args if isinstance(a, torch.Tensor)):
             return
         try:
-            found = _follow(self, func, args, kwargs, result)
+            found = follow(self, func, args, kwargs, result)
         except Exception:          # noqa: BLE001  (a map only ever allows a merge: none is the safe answer)
             found = None
         self.maps[id(result)] = (result, found)
-
-
-class _Refused(Exception):
-    pass
 
 
 def _contiguous_by_form(t: torch.Tensor) -> bool:
@@ -298,196 +279,6 @@ def _contiguous_by_form(t: torch.Tensor) -> bool:
 def _same_expression(a, b) -> bool:
     a, b = (v.node.expr if isinstance(v, torch.SymInt) else sympy.Integer(v) for v in (a, b))
     return a == b
-
-
-# ---------------------------------------------------------------------------- identity rules, per call
-
-def _bind(func, args, kwargs) -> dict:
-    return dict(inspect.signature(func).bind(*args, **kwargs).arguments)
-
-
-def _pad(body: _Body, func, args, kwargs):
-    a = _bind(F_nn.pad, args, kwargs)
-    x, mode = a["input"], a.get("mode", "constant")
-    if mode != "constant":
-        raise _Refused(f"a pad in mode {mode!r}")
-    amounts = [body.neutral(p, 0) for p in a["pad"]]
-    return body.copied(func(x, amounts, mode, a.get("value")), x)
-
-
-# resizes that are exact at the same size for every input (tests/test_branch_merge.py checks them on eager):
-# nearest modes copy; linear and cubic ones do too with ``antialias`` (without it, 0 * inf is nan)
-_EXACT_RESIZE = ("nearest", "nearest-exact")
-
-
-def _inexact_resize(body) -> str | None:
-    """A resize of the body written with a literal mode that is not exact at the same size (ViT's
-    ``mode="bicubic", align_corners=False``), which ``_interpolate`` would refuse once traced to it."""
-    for node in (n for stmt in body for n in ast.walk(stmt)):
-        if not isinstance(node, ast.Call) or getattr(node.func, "attr", getattr(node.func, "id", None)) \
-                != "interpolate":
-            continue
-        given = {k.arg: k.value for k in node.keywords}
-        mode, antialias = given.get("mode"), given.get("antialias")
-        if isinstance(mode, ast.Constant) and mode.value not in _EXACT_RESIZE and not (
-                isinstance(antialias, ast.Constant) and antialias.value is True):
-            return f"line {node.lineno}: a resize in mode {mode.value!r}, not exact at the same size"
-    return None
-
-
-def _interpolate(body: _Body, func, args, kwargs):
-    a = _bind(F_nn.interpolate, args, kwargs)
-    x, size = a["input"], a.get("size")
-    exact = a.get("mode", "nearest") in _EXACT_RESIZE or a.get("antialias", False)
-    if size is None or a.get("scale_factor") is not None or not exact:
-        raise _Refused("a resize that is not exact at the same size")
-    spatial = list(x.shape[2:])
-    sizes = [size] * len(spatial) if isinstance(size, (int, torch.SymInt)) else list(size)
-    if len(sizes) != len(spatial):
-        raise _Refused("a resize to another rank")
-    same = S.conj(*(S.eq(body.term(s), body.term(d)) for s, d in zip(sizes, spatial)))
-    result = func(*args, **kwargs)
-    return body.copied(result, x) if body.proven(same, body.skipped) else result
-
-
-def _getitem(body: _Body, func, args, kwargs):
-    x, index = args[0], args[1]
-    parts = list(index) if isinstance(index, tuple) else [index]
-    result = func(*args, **kwargs)
-    if any(p is Ellipsis for p in parts):
-        at = parts.index(Ellipsis)
-        parts[at:at + 1] = [slice(None)] * (x.dim() - len(parts) + 1)
-    if len(parts) > x.dim() or not all(isinstance(p, slice) for p in parts):
-        return result
-    whole = []
-    for part, size in zip(parts, x.shape):
-        if part.step not in (None, 1) or part.start not in (None, 0):
-            return result
-        if part.stop is not None:
-            whole.append(S.ge(body.term(part.stop), body.term(size)))
-    return body.identity(result, x) if body.proven(S.conj(*whole), body.skipped) else result
-
-
-def _copy(body: _Body, func, args, kwargs):
-    """``clone`` and ``contiguous``.  ``contiguous`` copies only a tensor not laid out contiguously, which
-    over merged sizes is a question of their values (a guard); a copy has its values either way."""
-    x = args[0]
-    if func is torch.Tensor.contiguous:
-        memory_format = kwargs.get("memory_format", args[1] if len(args) > 1 else torch.contiguous_format)
-        if memory_format is not torch.contiguous_format:
-            raise _Refused(f"contiguous({memory_format})")
-        result = torch.Tensor.clone(x, memory_format=torch.contiguous_format)
-    else:
-        result = func(*args, **kwargs)
-    return body.copied(result, x)
-
-
-def _view(body: _Body, func, args, kwargs):
-    x = args[0]
-    shape = args[1] if len(args) == 2 and isinstance(args[1], (tuple, list, torch.Size)) else args[1:]
-    result = func(*args, **kwargs)
-    if kwargs or len(shape) != x.dim() or any(isinstance(s, int) and s == -1 for s in shape):
-        return result
-    same = S.conj(*(S.eq(body.term(s), body.term(d)) for s, d in zip(shape, x.shape)))
-    return body.identity(result, x) if body.proven(same, body.skipped) else result
-
-
-def _cat(body: _Body, func, args, kwargs):
-    tensors = list(args[0] if args else kwargs["tensors"])
-    dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
-    result = func(*args, **kwargs)
-    if len(tensors) < 2 or any(t.dtype != result.dtype for t in tensors):
-        return result
-    for keep in tensors:
-        others = [t for t in tensors if t is not keep]
-        empty = S.conj(*(S.eq(body.term(t.shape[dim]), 0) for t in others if t.dim() == result.dim()))
-        if all(t.dim() == result.dim() for t in others) and body.proven(empty, body.skipped):
-            return body.copied(result, keep)
-    return result
-
-
-def _dim(d: int, rank: int) -> int:
-    return d + rank if d < 0 else d
-
-
-def _dims(args, start: int = 1) -> list[int]:
-    rest = args[start:]
-    return list(rest[0]) if len(rest) == 1 and isinstance(rest[0], (tuple, list, torch.Size)) else list(rest)
-
-
-def _follow(body: _Body, func, args, kwargs, result: torch.Tensor) -> VM.IndexMap | None:
-    """The index map of ``result = func(*args, **kwargs)`` (``view_maps``); None when it has none."""
-    T = torch.Tensor
-    x = args[0] if args else None
-    if func in (torch.cat, torch.concat, torch.concatenate):
-        tensors = list(args[0] if args else kwargs["tensors"])
-        if any(t.dim() != result.dim() or t.dtype != result.dtype for t in tensors):
-            return None
-        dim = _dim(args[1] if len(args) > 1 else kwargs.get("dim", 0), result.dim())
-        return VM.joined([body.map_of(t) for t in tensors], [body.term(t.shape[dim]) for t in tensors], dim,
-                         result, body)
-    if not isinstance(x, torch.Tensor) or result.dtype != x.dtype:
-        return None
-    source = body.map_of(x)
-    if source is None:
-        return None
-    if func is T.__getitem__:
-        parts = list(args[1]) if isinstance(args[1], tuple) else [args[1]]
-        return VM.index(source, parts, result, body)
-    if func is T.narrow and not kwargs:
-        dim, start, length = _dim(args[1], x.dim()), args[2], args[3]
-        return VM.index(source, [slice(None)] * dim + [slice(start, start + length)], result, body)
-    if kwargs:
-        return None
-    if func is T.transpose:
-        order = list(range(x.dim()))
-        a, b = _dim(args[1], x.dim()), _dim(args[2], x.dim())
-        order[a], order[b] = order[b], order[a]
-        return VM.permuted(source, order)
-    if func is T.permute:
-        return VM.permuted(source, [_dim(d, x.dim()) for d in _dims(args)])
-    if func is T.unsqueeze:
-        return VM.unsqueezed(source, _dim(args[1], x.dim() + 1))
-    if func is T.squeeze:
-        return VM.squeezed(source, result, body)
-    if func in (T.view, T.reshape, T.flatten, T.view_as, T.reshape_as):
-        return VM.reshaped(source, result, body)
-    if func in (T.to, T.float, T.type_as):
-        return VM.resized(source, result, body)      # the same dtype: the same values
-    return None
-
-
-_RULES = {F_nn.pad: _pad, F_nn.interpolate: _interpolate, torch.Tensor.__getitem__: _getitem,
-          torch.Tensor.contiguous: _copy, torch.Tensor.clone: _copy, torch.Tensor.view: _view,
-          torch.Tensor.reshape: _view, torch.cat: _cat, torch.concat: _cat, torch.concatenate: _cat}
-
-
-class _BodyMode(TorchFunctionMode):
-    """Every tensor call of a body taken for every input: identities checked, pure calls passed, the rest
-    refused."""
-
-    def __init__(self, body: _Body):
-        super().__init__()
-        self.body = body
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        rule = _RULES.get(func)
-        if rule is not None:
-            try:
-                result = rule(self.body, func, args, kwargs)
-            except _Refused as exc:
-                self.body.merging.fail(self.body, str(exc))
-            self.body.follow(func, args, kwargs, result)
-            return result
-        if func in _QUERIES:
-            return func(*args, **kwargs)
-        if func in _FRESH:
-            result = func(*args, **kwargs)
-            self.body.follow(func, args, kwargs, result)
-            return result
-        name = getattr(func, "__qualname__", func)
-        self.body.merging.fail(self.body, f"it calls {name}, which is not known to be free of effects")
 
 
 # ---------------------------------------------------------------------------- a trace's merges
@@ -528,7 +319,7 @@ class BranchMerging:
             return None
         try:
             body = self._open_body(site, frame)
-        except (_Refused, Unreadable) as exc:
+        except (Refused, Unreadable) as exc:
             self.refusals.setdefault(site.key, str(exc))
             return None
         if body is None or expr not in body.answers:
@@ -539,10 +330,10 @@ class BranchMerging:
     def _open_body(self, site: BranchSite, frame: FrameType) -> _Body | None:
         unseen = EFFECTS.check(site.checked, frame)
         if unseen is not None:
-            raise _Refused(unseen)
-        inexact = _inexact_resize(site.body)
+            raise Refused(unseen)
+        inexact = inexact_resize(site.body)
         if inexact is not None:          # refused now, not after a trace that runs into it
-            raise _Refused(inexact)
+            raise Refused(inexact)
         tested = self._tested_flag(site, frame)
         if tested is not None:           # ``if flag:`` again: Python's ``or`` left the flag one operand only
             tree, condition, answers = tested
@@ -556,7 +347,7 @@ class BranchMerging:
             expr = leaf.value.node.expr
             cond = conversions.condition_or_none(expr)
             if cond is None:
-                raise _Refused(f"a condition the engine cannot read: {expr}")
+                raise Refused(f"a condition the engine cannot read: {expr}")
             parts[expr] = cond
             known = engine.statically_known(cond)
             if known is not None:
@@ -564,7 +355,7 @@ class BranchMerging:
         takes_if_body = not site.runs_where_false     # else the `else`, or the rest past an early return
         answers = steer(tree, takes_if_body, fixed)
         if answers is None:
-            raise _Refused("no answer to the test's comparisons takes the body")
+            raise Refused("no answer to the test's comparisons takes the body")
         condition = formula_of(tree, parts) if takes_if_body else S.neg(formula_of(tree, parts))
         if engine.statically_known(condition) is not None:
             return None                  # the branch is decided: nothing to merge
@@ -574,7 +365,7 @@ class BranchMerging:
     def _before(site: BranchSite, frame: FrameType) -> dict:
         before = {name: frame.f_locals.get(name, _MISSING) for name in site.read_elsewhere}
         if any(v is _MISSING for v in before.values()):
-            raise _Refused("the body binds a name read elsewhere that was unbound before it")
+            raise Refused("the body binds a name read elsewhere that was unbound before it")
         return before
 
     def _tested_flag(self, site: BranchSite, frame: FrameType) -> tuple | None:
@@ -591,7 +382,7 @@ class BranchMerging:
     def _start(self, body: _Body) -> None:
         self._open = body
         body.where = capture(start=body.frame)
-        body.mode = _BodyMode(body)
+        body.mode = BodyMode(body)
         body.mode.__enter__()
         body.previous_trace, body.previous_local = sys.gettrace(), body.frame.f_trace
         sys.settrace(body.previous_trace if body.previous_trace is not None else no_new_frames)
@@ -645,7 +436,7 @@ class BranchMerging:
             new = locals_now.get(name, _MISSING)
             try:
                 same = new is not _MISSING and body.equal_where_skipped(new, old)
-            except _Refused:
+            except Refused:
                 same = False
             if not same:
                 self.fail(body, f"`{name}`, read after the `if`, differs where the body would be skipped")
@@ -653,7 +444,7 @@ class BranchMerging:
             try:
                 returned = value_of(body.site.returns, body.frame, EFFECTS)
                 same = body.equal_where_skipped(body.returned, returned)
-            except (_Refused, Unreadable):
+            except (Refused, Unreadable):
                 same = False
             if not same:
                 self.fail(body, f"the function returns other than `{ast.unparse(body.site.returns)}` "
@@ -664,7 +455,7 @@ class BranchMerging:
                 same = body.equal_where_skipped(new, old) or (
                     partner is not None and body.equal_where_skipped(new, old, layout=False)
                     and body.lays_out_alike(locals_now.get(partner, _MISSING), new, old))
-            except (_Refused, Unreadable):
+            except (Refused, Unreadable):
                 same = False
             if not same:
                 self.fail(body, f"`{name}` differs from `{ast.unparse(expr)}`, which the `else` reads in its "
