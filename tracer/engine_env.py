@@ -59,6 +59,7 @@ from .questions import (
 )
 from .exact_cancel import exact_cancellation
 from .fake_mode import EngineFakeTensorMode
+from .sizes.int_arguments import IntArguments
 from .sizes.hintless import hintless_answer, hintless_views
 from .sizes.rnn_shapes import symbolic_rnns
 from .sizes.size_asserts import sizes_checked_against_inputs
@@ -675,7 +676,7 @@ def engine_tracing(engine: ShapeEnv, dim_specs: dict[str, DimSpec] | None = None
 @contextmanager
 def _traced(context: TracingContext, merging: BranchMerging, rolling: LoopRolling, conds: BranchConds,
             tracker: SizeTracker):
-    with tracing_turn(), tracing(context), engine_patches(), swapped(conds.rewrites):
+    with tracing_turn(), tracing(context), engine_patches(), swapped(conds.rewrites), IntArguments():
         try:
             yield
         finally:

@@ -27,12 +27,16 @@ __all__ = ["current_op", "provenance", "has_symbols", "smaller_than", "is_torch_
 
 
 def current_op() -> str | None:
-    """The ATen op being dispatched right now, found as the ``func`` local of a dispatch frame."""
+    """The ATen op being dispatched right now, found as the ``func`` local of a dispatch frame; or, where
+    torch's argument parser asks for a plain ``int``, what ``sizes/int_arguments`` says of the call."""
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         func = frame.f_locals.get("func")
         if isinstance(func, OpOverload):
             return str(func)
+        said = frame.f_locals.get("_int_argument")
+        if isinstance(said, str):
+            return said
         frame = frame.f_back
     return None
 
