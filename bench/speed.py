@@ -1,7 +1,7 @@
 """Export time and peak memory, shapeproof.export against torch.export, side by side per case.
 
     python -m bench.speed [--registry bench/corpus/cases.py] [--cases a,b] [--group hand|hf]
-                          [--rounds 2] [--timeout 600] [--no-memory] [--out DIR]
+                          [--rounds 2] [--timeout 600] [--no-memory] [--auto] [--out DIR]
 
 Time: one fresh interpreter per case runs ``torch.export.export(strict=False)``
 then ``shapeproof.export``, ``--rounds`` times, and each exporter's best time
@@ -16,6 +16,10 @@ the imports otherwise falls into the next export (measured: 0.2 s of a
 are imported before the clock starts.  Memory: one more interpreter per
 (case, exporter) does that export alone and reports its peak RSS
 (``ru_maxrss``), imports included in both.
+
+``--auto`` gives both exporters ``Dim.AUTO`` for every dim the case's spec
+names (torch's program may then be narrower than shapeproof's: the table
+says how each exported, not which accepts more).
 
 Per case: both times and their ratio, the traces the region search made,
 the questions the engine asked and the solver's total time in them, both
@@ -58,10 +62,26 @@ def _export(exporter: str, model, args, spec):
         return f"failed: {type(exc).__name__}", time.perf_counter() - start, exc
 
 
-def time_case(name: str, registry: Path, rounds: int = 2) -> dict:
+def auto_spec(spec):
+    """``spec`` with ``Dim.AUTO`` for every ``Dim`` it names (derived dims included), the rest kept."""
+    from torch.export import Dim
+
+    if isinstance(spec, dict):
+        return {k: auto_spec(v) for k, v in spec.items()}
+    if isinstance(spec, (list, tuple)):
+        return type(spec)(auto_spec(v) for v in spec)
+    return Dim.AUTO if hasattr(spec, "__name__") and hasattr(spec, "min") else spec
+
+
+def _build(name: str, registry: Path, auto: bool):
+    model, args, spec = load_registry(registry)[name].build()
+    return model, args, auto_spec(spec) if auto else spec
+
+
+def time_case(name: str, registry: Path, rounds: int = 2, auto: bool = False) -> dict:
     import shapeproof.export  # noqa: F401  (imported before the clock, like torch.export)
 
-    model, args, spec = load_registry(registry)[name].build()
+    model, args, spec = _build(name, registry, auto)
     theirs, mine = [], []
     for _ in range(rounds):
         theirs.append(_export("torch", model, args, spec))
@@ -79,12 +99,12 @@ def time_case(name: str, registry: Path, rounds: int = 2) -> dict:
             "queries": len(queries), "solver_ms": round(1000 * sum(q.seconds for q in queries), 1)}
 
 
-def peak_memory(name: str, registry: Path, exporter: str) -> float:
+def peak_memory(name: str, registry: Path, exporter: str, auto: bool = False) -> float:
     import resource
 
     import shapeproof.export  # noqa: F401
 
-    model, args, spec = load_registry(registry)[name].build()
+    model, args, spec = _build(name, registry, auto)
     _export(exporter, model, args, spec)
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024      # KiB on Linux
 
@@ -132,21 +152,23 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="calls of each exporter per case (best counts)")
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--auto", action="store_true", help="Dim.AUTO for every dim the spec names")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "speed")
     parser.add_argument("--time-one", help=argparse.SUPPRESS)
     parser.add_argument("--memory-one", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.time_one:
-        print(json.dumps(time_case(args.time_one, args.registry, args.rounds)))
+        print(json.dumps(time_case(args.time_one, args.registry, args.rounds, args.auto)))
         return 0
     if args.memory_one:
-        print(json.dumps({"mb": peak_memory(args.memory_one[0], args.registry, args.memory_one[1])}))
+        print(json.dumps({"mb": peak_memory(args.memory_one[0], args.registry, args.memory_one[1],
+                                            args.auto)}))
         return 0
 
     names = select(load_registry(args.registry), args.cases, args.group)
     rows = []
     for k, name in enumerate(names, 1):
-        common = ["--registry", str(args.registry)]
+        common = ["--registry", str(args.registry), *(["--auto"] if args.auto else [])]
         timed = _child(["--time-one", name, "--rounds", str(args.rounds), *common], args.timeout)
         row = timed or {"case": name, "torch_status": "timeout", "shapeproof_status": "timeout"}
         if not args.no_memory and "error" not in row:
