@@ -29,6 +29,8 @@ import math
 import torch
 from torch.overrides import TorchFunctionMode
 
+from .size_lists import SizeList, SizeRange, as_tensor
+
 __all__ = ["IntArguments", "linspace_float32", "cosine_window"]
 
 
@@ -97,11 +99,21 @@ _SPECIALIZING = {torch.logspace: "steps", torch.histc: "bins", torch.blackman_wi
                  torch.bartlett_window: "window_length", torch.kaiser_window: "window_length"}
 
 
+def _size_list_tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    if requires_grad or pin_memory:
+        return None
+    return as_tensor(SizeList.of(data), dtype=dtype, device=device)
+
+
 class IntArguments(TorchFunctionMode):
-    """The engine trace's torch-function mode: a SymInt for an ``int`` parameter of the ops above."""
+    """The engine trace's torch-function mode: a SymInt for an ``int`` parameter of the ops above, and
+    ``torch.tensor`` of a list over a size (``size_lists``)."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func in (torch.tensor, torch.as_tensor) and args and isinstance(args[0], (SizeList, SizeRange)):
+            made = _size_list_tensor(*args, **kwargs)
+            return made if made is not None else func(SizeList.of(args[0]).python(), *args[1:], **kwargs)
         if func in _FORMULATIONS or func in _SPECIALIZING:
             if any(isinstance(v, (torch.SymInt, torch.SymFloat)) for v in (*args, *kwargs.values())):
                 return self._sized(func, args, kwargs)

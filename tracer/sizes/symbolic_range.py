@@ -11,9 +11,12 @@ SymInt argument (``SymbolicRange``, the name ``user_globals`` gives the
 user's modules) computes its length ``ceil((stop - start) / step)`` symbolically;
 when the engine proves that length constant over the declared ranges, the
 call returns the tuple ``(start, start + step, ...)`` of symbolic elements
-(what iterating the range yields; the sizes stay symbolic).  Otherwise, and
-for every call from library code, it is Python's ``range`` (which
-specializes, as before).  ``isinstance(x, range)`` keeps working.
+(what iterating the range yields; the sizes stay symbolic).  Otherwise a
+loop over it may roll into one ``scan`` (``loops``); else it is a
+``size_lists.SizeRange``, whose length, ends and ``list`` stay symbolic and
+which is Python's ``range`` for anything else (iterating it specializes, as
+before).  Every call from library code is Python's ``range``.
+``isinstance(x, range)`` keeps working for the ranges Python makes.
 """
 from __future__ import annotations
 
@@ -27,10 +30,11 @@ from shapeproof.shapes import is_user_frame
 
 from ..patching import on_engine_thread
 from ..torch_internals import TracingContext
+from .size_lists import SizeList, SizeRange, size_length
 
-__all__ = ["SymbolicRange", "symbolic_range"]
+__all__ = ["SymbolicRange", "SymbolicList", "symbolic_range", "symbolic_len"]
 
-_range = builtins.range
+_range, _list = builtins.range, builtins.list
 
 
 def symbolic_range(*args):
@@ -50,7 +54,7 @@ def symbolic_range(*args):
         k = max(hint, 0)
         if not statically_known_true(n == k if k > 0 else n <= 0):
             rolled = _roll(sys._getframe(2), start, stop, step, n)      # a loop rolled into one scan (loops)
-            return _range(*args) if rolled is None else rolled
+            return SizeRange(start, stop, step) if rolled is None else rolled
     return tuple(start + i * step if i else start for i in _range(k))
 
 
@@ -74,3 +78,33 @@ class SymbolicRange(metaclass=_RangeType):
 
     def __new__(cls, *args):
         return symbolic_range(*args) if on_engine_thread() else _range(*args)
+
+
+class _ListType(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, _list)
+
+    def __subclasscheck__(cls, sub):
+        return issubclass(sub, _list)
+
+
+class SymbolicList(metaclass=_ListType):
+    """``list`` as the user's modules see it while a trace runs: of a ``SizeRange`` or ``SizeList`` (made
+    only on the thread running an engine trace) a ``SizeList``, else Python's ``list``."""
+
+    def __new__(cls, *args):
+        if _len(args) == 1 and isinstance(args[0], (SizeRange, SizeList)):
+            return SizeList.of(args[0])
+        return _list(*args)
+
+    def __class_getitem__(cls, item):
+        return _list[item]
+
+
+_len = builtins.len
+
+
+def symbolic_len(value, /):
+    """``len`` as the user's modules see it while a trace runs: a SymInt for a ``SizeList`` or ``SizeRange``
+    (``size_lists.size_length``), Python's ``len`` of anything else."""
+    return size_length(value)

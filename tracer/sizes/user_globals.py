@@ -1,4 +1,5 @@
-"""The names the user's modules see while an engine trace runs: ``range``, ``int``, ``math.sqrt``.
+"""The names the user's modules see while an engine trace runs: ``range``, ``int``, ``list``, ``len``,
+``math.sqrt``.
 
 Python's ``range``, ``int`` and ``math.sqrt`` ask a size for a concrete int,
 which specializes it (``symbolic_range``, ``symbolic_casts`` say where and
@@ -7,10 +8,11 @@ changes names in the user's modules only, never a builtin or ``math``
 itself, and only where nothing can tell the difference:
 
 * a user module (``shapes.is_user_file``, or one that declares
-  ``__shapeproof_user_code__``) whose source uses ``range`` or ``int`` only
-  as a call (``map(int, ...)`` too), in ``isinstance``/``issubclass`` or in
-  an annotation gets a global of that name, ``SymbolicRange`` or
-  ``SymbolicInt``; one that compares them by identity or passes them as a
+  ``__shapeproof_user_code__``) whose source uses ``range``, ``int``,
+  ``list`` or ``len`` only as a call (``map(int, ...)`` too), in
+  ``isinstance``/``issubclass`` or in an annotation gets a global of that
+  name, ``SymbolicRange``, ``SymbolicInt``, ``SymbolicList`` or
+  ``symbolic_len`` (``size_lists``); one that compares them by identity or passes them as a
   value keeps Python's (4 of 538 transformers modeling files);
 * a module name bound to ``math`` whose every use is ``math.<name>``, with
   ``math.sqrt`` only called, is bound to a copy of ``math`` whose ``sqrt`` is
@@ -46,7 +48,7 @@ from ..user_source import function_node
 
 from ..patching import SharedPatch
 from .symbolic_casts import SymbolicInt, sqrt_of_sizes
-from .symbolic_range import SymbolicRange
+from .symbolic_range import SymbolicList, SymbolicRange, symbolic_len
 
 __all__ = ["symbolic_user_names", "python_names", "only_called", "module_namespace"]
 
@@ -58,8 +60,8 @@ _MATH.__dict__.update({k: v for k, v in vars(math).items() if k not in ("__name_
                       sqrt=sqrt_of_sizes)
 
 # builtin name -> its stand-in
-_BUILTINS = {"range": SymbolicRange, "int": SymbolicInt}
-_STAND_INS = (SymbolicRange, SymbolicInt, _MATH, sqrt_of_sizes)
+_BUILTINS = {"range": SymbolicRange, "int": SymbolicInt, "list": SymbolicList, "len": symbolic_len}
+_STAND_INS = (SymbolicRange, SymbolicInt, SymbolicList, symbolic_len, _MATH, sqrt_of_sizes)
 
 
 def module_namespace(module: Any) -> dict | None:
