@@ -90,6 +90,8 @@ class ShapeEnv:
         self._by_dim_name: dict[str, Symbol] = {}
         # the sides of ``torch.cond`` being traced: each condition, and a point where all of them hold
         self.assumptions: list[S.Formula] = []
+        # (file, line) of an ``if`` on sizes the tracer could not run as a torch.cond -> why (for its fix)
+        self.branch_notes: dict[tuple[str, int], str] = {}
         self._witnesses: list[dict[Symbol, int] | None] = []
 
     # ------------------------------------------------------------------ symbols

@@ -244,12 +244,14 @@ def _linear_relation(guard: S.Formula, syms: list[Symbol]) -> tuple | None:
 _BRANCH_WORDS = ("if ", "elif ", "while ", " if ")
 
 
-def _rewrite_fix(label: str, guard) -> list[Fix]:
+def _rewrite_fix(label: str, guard, notes: dict[tuple[str, int], str]) -> list[Fix]:
     frame = guard.where.frame if guard.where is not None else None
     if frame is None or not any(word in f" {frame.code}" for word in _BRANCH_WORDS):
         return []
+    note = notes.get((frame.filename, frame.lineno))
+    why = f", which could not run as a torch.cond ({note})" if note else ""
     return [Fix(FixKind.REWRITE, label, f"the guard comes from a Python branch on a size at {frame.short} "
-                f"(`{frame.code}`): export with split=True to keep both branches, or compute the size "
+                f"(`{frame.code}`){why}: export with split=True to keep both branches, or compute the size "
                 "without a branch (e.g. pad = (-T) % N instead of `if T % N != 0`)")]
 
 
@@ -264,7 +266,7 @@ def suggest_fixes(env: EnvView, guard, lifted: S.Formula, timeout: float = 1.0) 
         fixes += _equality_fix(env, labels, lifted, syms, timeout)
     fixes.sort(key=lambda f: -1.0 if f.kept is None else -f.kept)   # the most of the declared range first
     if syms:
-        fixes += _rewrite_fix(labels[syms[0]], guard)
+        fixes += _rewrite_fix(labels[syms[0]], guard, env.branch_notes)
     return fixes
 
 

@@ -29,6 +29,7 @@ class EnvView(Protocol):
     graph: DependencyGraph
     solver: Solver
     knowledge: Knowledge                 # what guards taught: replacements (a dim eliminated), facts
+    branch_notes: dict[tuple[str, int], str]     # (file, line) of an ``if`` left a guard -> why
 
     def label_map(self) -> dict[Symbol, Symbol]: ...
 

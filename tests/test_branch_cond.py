@@ -313,6 +313,37 @@ def test_an_if_whose_side_is_not_straight_line_code_stays_a_guard(model):
     with pytest.raises(ExportError) as caught:
         shapeproof.export(model, (torch.randn(2, 10),), dynamic_shapes=({1: Dim("T", min=2, max=64)},))
     assert "T % 2" in str(caught.value)
+    why = ("`self.seen = x.shape[1]` stores into an object" if isinstance(model, WritesState)
+           else "a return inside a side")
+    assert "which could not run as a torch.cond (line" in str(caught.value) and why in str(caught.value)
+
+
+class ShrinksItsWindow(torch.nn.Module):
+    """transformers' Swin (``set_shift_and_window_size``): an input no larger than the window shrinks the
+    window and turns the shift off by stores into ``self``, which the next forward reads."""
+
+    def __init__(self):
+        super().__init__()
+        self.window_size, self.shift_size = 4, 2
+
+    def forward(self, x):                                       # x: (B, H, W), W static
+        if x.shape[1] <= self.window_size:
+            self.shift_size = 0
+            self.window_size = x.shape[1]
+        x = torch.roll(x, (-self.shift_size, -self.shift_size), (1, 2))
+        pad = (self.window_size - x.shape[2] % self.window_size) % self.window_size
+        return F.pad(x, (0, pad)).reshape(x.shape[0], -1, self.window_size)
+
+
+def test_a_store_into_self_that_only_caches_a_size_is_still_a_write():
+    """The decision for Swin's cached window: a write (eager keeps the small window for every later call),
+    so the ``if`` stays a guard, and the error says why it is no cond."""
+    with pytest.raises(ExportError) as caught:
+        shapeproof.export(ShrinksItsWindow(), (torch.randn(2, 12, 10),),
+                          dynamic_shapes=({1: Dim("H", min=2, max=32)},))
+    message = str(caught.value)
+    assert "which could not run as a torch.cond" in message
+    assert "`self.shift_size = 0` stores into an object" in message
 
 
 def test_a_vision_transformer_resizing_its_position_table_exports_for_every_grid():

@@ -85,7 +85,8 @@ class BranchConds:
 
     def __init__(self, env, unmerged: frozenset = frozenset(), enabled: bool = True):
         self.env, self.enabled = env, enabled
-        self.refused = {(k[1], k[2]) for k in unmerged if isinstance(k, tuple) and k and k[0] == "cond"}
+        # (file, line) -> why an earlier attempt could not convert it
+        self.refused = {(k[1], k[2]): k[3] for k in unmerged if isinstance(k, tuple) and k and k[0] == "cond"}
         found = (rewritten(k[3]) for k in unmerged if isinstance(k, tuple) and k and k[0] == "early return")
         asked = [r for r in found if r is not None]
         # functions this trace runs rewritten: those an earlier trace asked for, and earlier exports' own
@@ -108,6 +109,7 @@ class BranchConds:
             return None
         stmt, function, key, next_line = found
         if key in self.refused:
+            self._refuse(key, self.refused[key])
             return None
         try:
             if returns_early(stmt):
@@ -121,8 +123,11 @@ class BranchConds:
             if expr not in answers:
                 raise _NotConvertible("the question is not one of the test's comparisons")
             true_fn, false_fn, inputs, outputs = _sides(stmt, function, frame)
-        except (_NotConvertible, Unreadable) as exc:
-            self.refusals.setdefault(key, str(exc))
+        except _NotConvertible as exc:
+            self._refuse(key, str(exc))
+            return None
+        except Unreadable as exc:
+            self._refuse(key, f"`{exc}` is not read as sizes, data or a known call")
             return None
         values = tuple(frame.f_locals[name] for name in inputs)
         sides = (lambda: false_fn(*values), lambda: true_fn(*values)) if swap else \
@@ -242,6 +247,11 @@ class BranchConds:
         sys.settrace(previous_global if previous_global is not None else no_new_frames)
         frame.f_trace = watch
         frame.f_trace_lines = True
+
+    def _refuse(self, key: tuple[str, int], reason: str) -> None:
+        """The ``if`` stays a guard; its fix in an error says why (``shapes.ShapeEnv.branch_notes``)."""
+        self.refusals.setdefault(key, reason)
+        self.env.engine.branch_notes.setdefault(key, reason)
 
     def fail(self, key: tuple[str, int], reason: str) -> NoReturn:
         self.failed.setdefault(key, reason)
@@ -404,7 +414,8 @@ def _check_statement(node: ast.stmt, frame: FrameType) -> None:
     for target in targets:
         if target is not None and not all(isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Store))
                                           for n in ast.walk(target)):
-            raise _NotConvertible(f"line {node.lineno}: a store into an object in a side")
+            raise _NotConvertible(f"line {node.lineno}: `{ast.unparse(node)}` stores into an object (module "
+                                  "state, an input), which a side of a torch.cond cannot do")
 
 
 def _a_log(node: ast.Expr, frame: FrameType) -> bool:

@@ -55,19 +55,11 @@ def _sum(values):
     return total
 
 
-class SizeRange:
-    """``range(start, stop, step)`` over sizes whose length is not fixed: a ``range`` as far as its
-    length, ends, indexing and ``list`` of it go; Python's ``range`` for anything else."""
+class _PythonOtherwise:
+    """What only Python's own ``range`` or ``list`` answers: asked of ``python()``, which makes it."""
 
-    def __init__(self, start, stop, step):
-        self.start, self.stop, self.step = start, stop, step
-        self.run = Run(start, step, _nonnegative(-((start - stop) // step)))
-
-    def as_list(self) -> "SizeList":
-        return SizeList([self.run])
-
-    def python(self) -> range:
-        return _range(self.start, self.stop, self.step)     # asks each size for its value
+    def python(self):
+        raise NotImplementedError
 
     def __len__(self):
         return _len(self.python())
@@ -81,19 +73,34 @@ class SizeRange:
     def __contains__(self, value):
         return value in self.python()
 
-    def __getitem__(self, index):
-        return self.as_list()[index]
-
-    def __getattr__(self, name):
-        if name.startswith("_"):
+    def __getattr__(self, name):                       # append, extend, index, count, sort, copy, ...
+        if name.startswith("_"):                       # not set yet (a copy made without __init__)
             raise AttributeError(name)
         return getattr(self.python(), name)
+
+
+class SizeRange(_PythonOtherwise):
+    """``range(start, stop, step)`` over sizes whose length is not fixed: a ``range`` as far as its
+    length, ends, indexing and ``list`` of it go; Python's ``range`` for anything else."""
+
+    def __init__(self, start, stop, step):
+        self.start, self.stop, self.step = start, stop, step
+        self.run = Run(start, step, _nonnegative(-((start - stop) // step)))
+
+    def as_list(self) -> "SizeList":
+        return SizeList([self.run])
+
+    def python(self) -> range:
+        return _range(self.start, self.stop, self.step)     # asks each size for its value
+
+    def __getitem__(self, index):
+        return self.as_list()[index]
 
     def __repr__(self):
         return f"range({self.start}, {self.stop}, {self.step})"
 
 
-class SizeList:
+class SizeList(_PythonOtherwise):
     """A list that is runs of symbolic progressions (see the module).  Until something only Python's own
     list can answer is asked, it is those runs; from then on it is that list (``_items``)."""
 
@@ -173,18 +180,6 @@ class SizeList:
             self._items = [run.at(i) for run in self._runs for i in _range(run.length)]
         return self._items
 
-    def __len__(self):
-        return _len(self.python())
-
-    def __iter__(self):
-        return iter(self.python())
-
-    def __reversed__(self):
-        return reversed(self.python())
-
-    def __contains__(self, value):
-        return value in self.python()
-
     def __eq__(self, other):
         return self.python() == (other.python() if isinstance(other, SizeList) else other)
 
@@ -207,11 +202,6 @@ class SizeList:
         return self.python() * times
 
     __rmul__ = __mul__
-
-    def __getattr__(self, name):                       # append, extend, index, count, sort, copy, ...
-        if name.startswith("_"):                       # not set yet (a copy made without __init__)
-            raise AttributeError(name)
-        return getattr(self.python(), name)
 
     def __repr__(self):
         inner = " + ".join(f"[{r.start}, {r.start} + {r.step}, ... ({r.length})]" for r in self._runs)

@@ -64,33 +64,33 @@ def _roll(frame, start, stop, step, n):
     return None if rolling is None else rolling.roll(frame, start, stop, step, n)
 
 
-class _RangeType(type):
+class _PosingAs(type):
+    """A stand-in class that ``isinstance`` and ``issubclass`` read as the Python type it stands in for."""
+
+    posing_as: type
+
     def __instancecheck__(cls, obj):
-        return isinstance(obj, _range)
+        return isinstance(obj, cls.posing_as)
 
     def __subclasscheck__(cls, sub):
-        return issubclass(sub, _range)
+        return issubclass(sub, cls.posing_as)
 
 
-class SymbolicRange(metaclass=_RangeType):
+class SymbolicRange(metaclass=_PosingAs):
     """``range`` as the user's modules see it while a trace runs: ``symbolic_range`` on the thread running
     an engine trace, Python's ``range`` on every other."""
+
+    posing_as = _range
 
     def __new__(cls, *args):
         return symbolic_range(*args) if on_engine_thread() else _range(*args)
 
 
-class _ListType(type):
-    def __instancecheck__(cls, obj):
-        return isinstance(obj, _list)
-
-    def __subclasscheck__(cls, sub):
-        return issubclass(sub, _list)
-
-
-class SymbolicList(metaclass=_ListType):
+class SymbolicList(metaclass=_PosingAs):
     """``list`` as the user's modules see it while a trace runs: of a ``SizeRange`` or ``SizeList`` (made
     only on the thread running an engine trace) a ``SizeList``, else Python's ``list``."""
+
+    posing_as = _list
 
     def __new__(cls, *args):
         if _len(args) == 1 and isinstance(args[0], (SizeRange, SizeList)):
