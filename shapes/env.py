@@ -672,6 +672,9 @@ class ShapeEnv:
         lines += [f"  {name} = {origin}" for name, origin in origins.items()]
         if where.frame is not None:
             lines.append(f"  asked at {where}")
+            note = self.branch_notes.get((where.frame.filename, where.frame.lineno))
+            if note:
+                lines.append(f"  the if there could not run as a torch.cond: {note}")
         lines.append("If you know which way it goes, say so before that line so tracing can continue:")
         lines += [f"  {s}" for s in suggestions]
         return DataDependentError("\n".join(lines), text, origins, suggestions, where)

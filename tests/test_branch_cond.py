@@ -313,8 +313,8 @@ def test_an_if_whose_side_is_not_straight_line_code_stays_a_guard(model):
     with pytest.raises(ExportError) as caught:
         shapeproof.export(model, (torch.randn(2, 10),), dynamic_shapes=({1: Dim("T", min=2, max=64)},))
     assert "T % 2" in str(caught.value)
-    why = ("`self.seen = x.shape[1]` stores into an object" if isinstance(model, WritesState)
-           else "a return inside a side")
+    why = ("`self.seen = x.shape[1]` stores into an attribute (module state)"
+           if isinstance(model, WritesState) else "a return inside a side")
     assert "which could not run as a torch.cond (line" in str(caught.value) and why in str(caught.value)
 
 
@@ -343,7 +343,27 @@ def test_a_store_into_self_that_only_caches_a_size_is_still_a_write():
                           dynamic_shapes=({1: Dim("H", min=2, max=32)},))
     message = str(caught.value)
     assert "which could not run as a torch.cond" in message
-    assert "`self.shift_size = 0` stores into an object" in message
+    assert "`self.shift_size = 0` stores into an attribute (module state)" in message
+
+
+class FillsEmptyDurations(torch.nn.Module):
+    """FastSpeech 2's length regulator: durations that are all 0 are set to 1 in place."""
+
+    def forward(self, x, durations):                            # x: (B, T), durations: (B, T)
+        if durations.sum() == 0:
+            durations[durations.sum(dim=1).eq(0)] = 1
+        return x * durations
+
+
+def test_a_branch_on_data_left_to_torch_says_why_it_is_no_cond():
+    spec = ({1: Dim("T", min=2, max=64)}, {1: Dim("T", min=2, max=64)})
+    with pytest.raises(Exception) as caught:
+        shapeproof.export(FillsEmptyDurations(), (torch.randn(2, 5), torch.ones(2, 5, dtype=torch.long)),
+                          dynamic_shapes=spec)
+    message = str(caught.value)
+    assert "depends on data" in message
+    assert "the if there could not run as a torch.cond: line" in message
+    assert "`durations[durations.sum(dim=1).eq(0)] = 1` writes into an item in place" in message
 
 
 def test_a_vision_transformer_resizing_its_position_table_exports_for_every_grid():

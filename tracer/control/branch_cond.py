@@ -414,8 +414,10 @@ def _check_statement(node: ast.stmt, frame: FrameType) -> None:
     for target in targets:
         if target is not None and not all(isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Store))
                                           for n in ast.walk(target)):
-            raise _NotConvertible(f"line {node.lineno}: `{ast.unparse(node)}` stores into an object (module "
-                                  "state, an input), which a side of a torch.cond cannot do")
+            in_place = any(isinstance(n, ast.Subscript) for n in ast.walk(target))
+            what = "writes into an item in place" if in_place else "stores into an attribute (module state)"
+            raise _NotConvertible(f"line {node.lineno}: `{ast.unparse(node)}` {what}, which a side of a "
+                                  "torch.cond cannot do")
 
 
 def _a_log(node: ast.Expr, frame: FrameType) -> bool:
