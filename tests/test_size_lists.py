@@ -89,6 +89,7 @@ def test_a_size_list_follows_python_semantics_at_every_length():
     for n in range(0, 9):
         for start, stop, step in ((0, n, 1), (2, n + 3, 2), (n, -1, -1), (1, n, 3)):
             ours, python = SizeRange(start, stop, step), list(range(start, stop, step))
+            assert ours == range(start, stop, step) and hash(ours) == hash(range(start, stop, step))
             as_list = SizeList.of(ours)
             assert size_length(ours) == size_length(as_list) == len(python)
             for i in range(-len(python) - 2, len(python) + 2):

@@ -96,6 +96,12 @@ class SizeRange(_PythonOtherwise):
     def __getitem__(self, index):
         return self.as_list()[index]
 
+    def __eq__(self, other):                           # ranges compare as the sequences they are
+        return self.python() == (other.python() if isinstance(other, SizeRange) else other)
+
+    def __hash__(self):
+        return hash(self.python())
+
     def __repr__(self):
         return f"range({self.start}, {self.stop}, {self.step})"
 
