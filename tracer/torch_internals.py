@@ -163,7 +163,7 @@ BACKED_SIZE_OBLIVIOUS = "backed_size_oblivious"
 def zero_one_unspecialized():
     """A context in which dynamo allocates size symbols without specializing them at 0 and 1."""
     return fx_experimental_config.patch(**{BACKED_SIZE_OBLIVIOUS: True})  # type: ignore[attr-defined]
-# torch.utils._pytree functions (export's input flattening, the size tracker's leaves)
+# torch.utils._pytree functions (export's input flattening, the size tracker's and closed_forms' leaves)
 PYTREE_FUNCTIONS = ["tree_flatten_with_path", "tree_unflatten", "keystr", "tree_leaves"]
 PINNED.update({f"pytree.{name}": getattr(pytree, name) for name in PYTREE_FUNCTIONS})
 
@@ -201,7 +201,8 @@ LOWER_ASSERTS = ("apply_runtime_assertion_pass", "insert_deferred_runtime_assert
 # unreplaced expression, a fake tensor's constant and mode, operators' Python kernel tables, and the
 # message insert_deferred_runtime_asserts gives each runtime assert.
 SYM_NODE_UNREPLACED_EXPRESSION = "_expr"
-# sym_expr_cache reads the replaced-expression cache of SymNode.expr
+# sym_expr_cache reads the replaced-expression cache of SymNode.expr; sizes/closed_forms resets it when it
+# gives a node an equal expression
 SYM_NODE_EXPRESSION_CACHE = ["_expr_cache", "_expr_ver"]
 FAKE_TENSOR_ATTRIBUTES = ["constant", "fake_mode"]
 OPERATOR_KERNEL_TABLES = ["py_kernels", "python_key_table", "_dispatch_cache"]

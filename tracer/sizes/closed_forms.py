@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import sympy
 import torch
-from torch.utils._pytree import tree_leaves
 
 from shapeproof.solver import affine_floor, eq, nested_divisions
 from ..sympy_bridge import UnsupportedExpression
-from ..torch_internals import FloorDiv, SymNode
+from ..torch_internals import FloorDiv, SymNode, pytree
 
 __all__ = ["ClosedForms"]
 
@@ -41,7 +40,7 @@ class ClosedForms:
         engine = getattr(self.env, "engine", None)
         if engine is None:
             return
-        for leaf in tree_leaves(out):
+        for leaf in pytree.tree_leaves(out):
             if isinstance(leaf, torch.Tensor):
                 for size in leaf.shape:
                     if isinstance(size, torch.SymInt) and isinstance(size.node, SymNode):
