@@ -18,9 +18,7 @@ from sympy import Expr, Symbol
 from shapeproof import solver as F      # the solver's facade: conditions, questions, guard code
 from shapeproof.shapes import GuardReport, ShapeEnv, lift
 from shapeproof.solver import Bounds, Solver, divisors, simplify, symbol
-from shapeproof.tracer.control.branch_cond import BranchNotConverted
-from shapeproof.tracer.control.branch_merge import BranchNotMerged
-from shapeproof.tracer.control.loops import LoopNotRolled
+from shapeproof.tracer.control.branch_sites import SiteAbandoned
 from shapeproof.tracer.engine_env import EngineShapeEnv, TorchDataDependentError, engine_tracing
 from shapeproof.tracer.module_state import ModuleState
 from shapeproof.tracer.sizes.size_asserts import label_size_asserts
@@ -295,7 +293,7 @@ def unmerged_after(torch_env: EngineShapeEnv, program, failure: BaseException | 
 
 def _a_refusal(failure: BaseException | None) -> bool:
     """Whether a trace ended because a branch or loop being merged, rolled or run as a cond refused."""
-    return _in_chain(failure, (BranchNotMerged, BranchNotConverted, LoopNotRolled)) is not None
+    return _in_chain(failure, (SiteAbandoned,)) is not None
 
 
 def _export_once(model, args, kwargs, spec, settings: ExportSettings,

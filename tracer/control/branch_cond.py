@@ -46,7 +46,7 @@ import torch
 from ..sizes.symbolic_casts import SymbolicInt, sqrt_of_sizes
 from ..user_source import function_made, function_node, names_bound, names_live_after, names_read
 from .branch_merge import no_new_frames
-from .branch_sites import blocks, jump_position, within
+from .branch_sites import SiteAbandoned, blocks, jump_position, within
 from .branch_tests import All, Leaf, Not, Unreadable, indicator, leaves, steer, test_tree, value_of
 from .early_returns import EarlyReturn, NotRewritten, earlier_rewrites, returns_early, rewrite, rewritten
 from .effects import EFFECTS
@@ -58,12 +58,8 @@ __all__ = ["BranchConds", "BranchNotConverted", "ConvertedBranch"]
 _STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass, ast.If)
 
 
-class BranchNotConverted(Exception):
+class BranchNotConverted(SiteAbandoned):
     """An ``if`` being run as a cond could not be: the trace is made again with it a guard."""
-
-    def __init__(self, key: tuple[str, int], reason: str):
-        super().__init__(f"{key[0]}:{key[1]}: {reason}")
-        self.key, self.reason = key, reason
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ from torch.overrides import TorchFunctionMode
 from shapeproof import solver as S
 from shapeproof.shapes import Provenance, capture
 
-from .branch_sites import BranchSite, Refusal, branch_site
+from .branch_sites import BranchSite, Refusal, SiteAbandoned, branch_site
 from .branch_tests import Unreadable, formula_of, indicator, leaves, steer, test_tree, value_of
 from .effects import EFFECTS
 from ..torch_internals import contiguous_strides
@@ -66,12 +66,8 @@ from .body_rules import BodyMode, Refused, follow, inexact_resize
 __all__ = ["BranchMerging", "BranchNotMerged", "MergedSite", "no_new_frames"]
 
 
-class BranchNotMerged(Exception):
+class BranchNotMerged(SiteAbandoned):
     """A body taken for every input is not an identity where its condition is false: trace again without."""
-
-    def __init__(self, key: tuple[str, int], reason: str):
-        super().__init__(f"{key[0]}:{key[1]}: {reason}")
-        self.key, self.reason = key, reason
 
 
 @dataclass(frozen=True)

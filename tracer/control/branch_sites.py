@@ -43,7 +43,16 @@ from ..user_source import (
     function_node, instructions, names_bound, names_live_after, names_live_before, names_read,
 )
 
-__all__ = ["BranchSite", "Refusal", "branch_site", "jump_position", "blocks", "within"]
+__all__ = ["BranchSite", "Refusal", "SiteAbandoned", "branch_site", "jump_position", "blocks", "within"]
+
+
+class SiteAbandoned(Exception):
+    """What a trace did at a site of the user's code (``key``: file, line) turned out wrong, and why: the
+    trace is made again with Python's own behaviour there (each kind of site subclasses this)."""
+
+    def __init__(self, key: tuple[str, int], reason: str):
+        super().__init__(f"{key[0]}:{key[1]}: {reason}")
+        self.key, self.reason = key, reason
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ from torch.overrides import TorchFunctionMode
 from shapeproof import solver as S
 
 from .branch_merge import no_new_frames
-from .branch_sites import Refusal
+from .branch_sites import Refusal, SiteAbandoned
 from .effects import Unseen, lookup, plain_attribute
 from ..user_source import instructions
 from .frame_locals import set_locals
@@ -81,12 +81,8 @@ _STACKS = {torch.stack}
 _TENSOR_CALLS = {getattr(torch, name) for name in TENSOR_CALLS}
 
 
-class LoopNotRolled(Exception):
+class LoopNotRolled(SiteAbandoned):
     """A loop rolled into a scan turned out not to be one: trace again with Python's ``range`` there."""
-
-    def __init__(self, key: tuple[str, int], reason: str):
-        super().__init__(f"{key[0]}:{key[1]}: {reason}")
-        self.key, self.reason = key, reason
 
 
 @dataclass(frozen=True)
